@@ -1,0 +1,41 @@
+//! Per-matrix status codes, in the batched-LAPACK habit (MAGMA's
+//! `info_array`, cuSOLVER's `devInfo`).
+
+use std::fmt;
+
+/// Status of one matrix of a batch after a factorization.
+///
+/// `#[repr(transparent)]` over `i32`, so a device can write the array directly.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[repr(transparent)]
+pub struct Info(pub i32);
+
+impl Info {
+    /// The matrix was factored; `H` and `tau` hold its `geqrf`.
+    pub const OK: Info = Info(0);
+
+    /// The matrix holds a NaN or an infinity. It was not factored: its `H`
+    /// and `tau` are filled with NaN so that no one uses them by accident.
+    /// The other matrices of the batch are factored as usual.
+    pub const NON_FINITE: Info = Info(1);
+
+    /// `true` for [`Info::OK`].
+    pub fn is_ok(self) -> bool {
+        self == Self::OK
+    }
+
+    /// A short description of the code.
+    pub fn describe(self) -> &'static str {
+        match self {
+            Self::OK => "factored",
+            Self::NON_FINITE => "not factored: the matrix holds a NaN or an infinity",
+            _ => "unknown status code",
+        }
+    }
+}
+
+impl fmt::Display for Info {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{} ({})", self.0, self.describe())
+    }
+}
