@@ -140,7 +140,7 @@ fn bench_on_host<B: Backend + ?Sized>(
         .map(|_| Factorization::zeroed(shape))
         .collect::<Result<Vec<_>, _>>()?;
     let mut flush = try_alloc(opts.flush_bytes / 4, 0.0f32)?;
-    let mut pass = |outs: &mut [Factorization]| -> Result<(), QrError> {
+    let pass = |outs: &mut [Factorization]| -> Result<(), QrError> {
         for (a, o) in views.iter().zip(outs.iter_mut()) {
             backend.geqrf_into(*a, o.as_batch_mut()?)?;
         }
