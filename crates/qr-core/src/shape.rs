@@ -22,7 +22,12 @@ impl Shape {
         let bytes = elems
             .checked_mul(std::mem::size_of::<f32>())
             .ok_or(overflow.clone())?;
-        if bytes > isize::MAX as usize {
+        // With n == 0 the matrices are empty but `info` still holds `batch`
+        // entries, so its bytes need their own check.
+        let info_bytes = batch
+            .checked_mul(std::mem::size_of::<crate::Info>())
+            .ok_or(overflow.clone())?;
+        if bytes > isize::MAX as usize || info_bytes > isize::MAX as usize {
             return Err(overflow);
         }
         Ok(Self { batch, n })
@@ -119,5 +124,8 @@ mod tests {
         let side = 1usize << 31;
         assert!(Shape::new(1, side).is_err());
         assert!(Shape::new(2, 1 << 30).is_err());
+        assert!(Shape::new(1 << 62, 0).is_err());
+        assert!(Shape::new(usize::MAX, 0).is_err());
+        assert!(Shape::new(isize::MAX as usize / 4, 0).is_ok());
     }
 }
