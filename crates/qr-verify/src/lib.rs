@@ -1,0 +1,27 @@
+//! Verification for qr-rs: everything needed to say whether a backend's
+//! `(H, tau)` is the `geqrf` of its input, independently of the backend.
+//!
+//! - [`generate`]: the `qr_v2` input distributions and LAPACK's eight QR
+//!   test types, seeded and reproducible.
+//! - [`householder`]: this crate's own `f64` `Q` from `(H, tau)`.
+//! - [`gate`]: the per-matrix acceptance gate (`sfr`, `orth`) in `f64`.
+//! - [`oracle`]: `|diag R|` against nalgebra's `f64` QR.
+//! - [`reference`]: a textbook unblocked `geqrf` in `f64`.
+//! - [`suite`]: the test and benchmark sets and the case runner.
+
+#![warn(missing_docs)]
+#![forbid(unsafe_code)]
+
+pub mod gate;
+pub mod generate;
+pub mod householder;
+pub mod oracle;
+pub mod reference;
+pub mod suite;
+
+pub use gate::{GateReport, MatrixGate, check};
+pub use generate::{Case, LapackType, ParseError, Spec, generate};
+pub use householder::householder_product;
+pub use oracle::diag_r_mismatch;
+pub use reference::geqr2_f64;
+pub use suite::{CaseResult, RunOptions, Set, benchmark_set, geomean, run_case, test_set};
