@@ -43,7 +43,10 @@ fn check_shape(batch: usize, n: usize) {
     let fits = m * m <= usize::MAX as u128 && a_bytes.is_some_and(|p| p <= limit) && b * 4 <= limit;
     match Shape::new(batch, n) {
         Ok(s) => {
-            assert!(fits, "Shape::new({batch}, {n}) accepted sizes whose bytes overflow isize");
+            assert!(
+                fits,
+                "Shape::new({batch}, {n}) accepted sizes whose bytes overflow isize"
+            );
             assert_eq!((s.batch(), s.n()), (batch, n));
             assert_eq!(s.a_len() as u128, b * m * m);
             assert_eq!(s.tau_len() as u128, b * m);
@@ -55,7 +58,10 @@ fn check_shape(batch: usize, n: usize) {
             assert_eq!(s.with_batch(batch), Ok(s));
         }
         Err(e) => {
-            assert!(!fits, "Shape::new({batch}, {n}) rejected a valid shape: {e}");
+            assert!(
+                !fits,
+                "Shape::new({batch}, {n}) rejected a valid shape: {e}"
+            );
             assert_eq!(e, QrError::SizeOverflow { batch, n });
             assert!(!e.to_string().is_empty());
         }
@@ -65,7 +71,8 @@ fn check_shape(batch: usize, n: usize) {
 /// Allocation is fallible: small shapes allocate zeroed outputs, shapes no
 /// host can hold are an `OutOfMemory` error, never an abort.
 fn check_allocation(shape: Shape) {
-    let bytes = shape.a_bytes() as u128 + shape.tau_len() as u128 * 4 + shape.info_len() as u128 * 4;
+    let bytes =
+        shape.a_bytes() as u128 + shape.tau_len() as u128 * 4 + shape.info_len() as u128 * 4;
     if bytes <= (MAX_BUILT_ELEMS as u128) * 16 {
         let f = Factorization::zeroed(shape).expect("small outputs allocate");
         assert_eq!(f.h.len(), shape.a_len());
@@ -77,7 +84,10 @@ fn check_allocation(shape: Shape) {
     {
         match Factorization::zeroed(shape) {
             Err(QrError::OutOfMemory { location, .. }) => assert_eq!(location, "host"),
-            other => panic!("{shape}: expected OutOfMemory, got {:?}", other.map(|f| f.shape)),
+            other => panic!(
+                "{shape}: expected OutOfMemory, got {:?}",
+                other.map(|f| f.shape)
+            ),
         }
     }
 }
@@ -133,9 +143,11 @@ fn check_views(shape: Shape, r: &mut Reader<'_>) {
             assert_eq!((ph.len(), pt.len(), pi.len()), (hl, tl, il));
             for (b, i) in info.iter().enumerate().take(count) {
                 assert_eq!(*i, Info(b as i32));
-                assert!(h[b * shape.matrix_len()..][..shape.matrix_len()]
-                    .iter()
-                    .all(|&x| x == b as f32));
+                assert!(
+                    h[b * shape.matrix_len()..][..shape.matrix_len()]
+                        .iter()
+                        .all(|&x| x == b as f32)
+                );
             }
         }
         // The first mismatching buffer, in argument order, is the one named.
