@@ -1,0 +1,42 @@
+//! Tuning knobs of the CPU backend.
+//!
+//! Every default below cites the table in `docs/perf/qr-cpu.md` that chose it
+//! (machine, command, numbers). Tests override the knobs to push every code
+//! path through small matrices.
+
+/// Block sizes and parallel split of [`CpuBackend`](crate::CpuBackend).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Tuning {
+    /// Matrices of order `n <= small_n` are factored unblocked, in place and
+    /// row-major, without a panel copy. Table "small-n crossover".
+    pub small_n: usize,
+    /// Panel width (columns per compact-WY block) of the blocked driver.
+    /// Table "block size".
+    pub block: usize,
+    /// Batches of at least this many matrices are spread over the rayon pool
+    /// one matrix per task; smaller batches are factored one after the other
+    /// with the parallelism inside each matrix. Table "parallel split".
+    pub batch_parallel_min: usize,
+    /// Trailing updates with fewer than this many columns run on one thread
+    /// even when the matrix is factored with inner parallelism: below it the
+    /// fork-join costs more than it saves. Table "parallel split".
+    pub par_update_min_cols: usize,
+}
+
+impl Default for Tuning {
+    fn default() -> Self {
+        Self {
+            small_n: 64,
+            block: 32,
+            batch_parallel_min: 2,
+            par_update_min_cols: 256,
+        }
+    }
+}
+
+impl Tuning {
+    /// The panel width actually used: at least one column.
+    pub(crate) fn block(&self) -> usize {
+        self.block.max(1)
+    }
+}
