@@ -12,7 +12,7 @@ use faer::{Accum, Mat, MatMut, MatRef, Par};
 
 /// Reflectors per compact-WY block; docs/perf/qr-verify.md, table
 /// "householder_product block size", measured on the 2-core dev host.
-const NB: usize = 64;
+const NB: usize = 128;
 
 /// `Q = H_0 H_1 ... H_{n-1}` of one matrix, row-major `n x n`, in `f64`,
 /// from its `geqrf` outputs `h` (row-major `n x n`; only the part strictly
