@@ -1,0 +1,40 @@
+//! `qr plan`: the GPU plan for a shape, or why there is no GPU to plan for.
+
+use clap::Args;
+use qr_core::Shape;
+use qr_gpu::GpuBackend;
+
+use crate::error::{CliError, Outcome};
+use crate::select::parse_strategy;
+
+/// Arguments of `qr plan`.
+#[derive(Clone, Debug, Args)]
+pub struct PlanArgs {
+    /// Order of each matrix.
+    #[arg(long)]
+    pub n: usize,
+    /// Matrices in the batch.
+    #[arg(long)]
+    pub batch: usize,
+    /// Force this strategy instead of the planner's choice.
+    #[arg(long, value_name = "STRATEGY")]
+    pub strategy: Option<String>,
+}
+
+/// Runs `qr plan`. Without a device it prints the probe's reason and
+/// succeeds: having no GPU is an answer, not a failure of the command.
+pub fn run(args: &PlanArgs) -> Result<Outcome, CliError> {
+    let shape = Shape::new(args.batch, args.n)?;
+    let strategy = args.strategy.as_deref().map(parse_strategy).transpose()?;
+    let device = match qr_gpu::probe() {
+        Ok(device) => device,
+        Err(why) => {
+            println!("no GPU to plan for: {why}");
+            return Ok(Outcome::MetBar);
+        }
+    };
+    println!("device: {device}");
+    let backend = GpuBackend::new(0)?.with_strategy(strategy);
+    println!("plan for {shape}: {}", backend.plan(shape)?);
+    Ok(Outcome::MetBar)
+}
