@@ -1,0 +1,435 @@
+// Fused compact-WY trailing update on tensor cores, at float32 accuracy.
+//
+// For every matrix b of a batch: A2 -= V (T^T (V^T A2)), where A2 is the
+// trailing block (nrow x ntrail, row-major, leading dimension lda), V the
+// explicit unit-lower panel (nrow x 32, row-major, leading dimension 32) and
+// T the 32 x 32 upper-triangular compact-WY factor (row-major; only c >= r
+// and r, c < w are read). README.md beside this file is the launch contract.
+//
+// One block owns a BN-column tile of A2 for one matrix:
+//   1. W = V^T A2 (32 x BN): the warps split the rows in 16-row slabs, each
+//      keeps a full 32 x BN partial in registers, the partials meet in
+//      shared memory in a fixed order (deterministic bits);
+//   2. W2 = T^T W in plain float32 FMAs (32 x 32 x BN, a rounding error's
+//      worth of work);
+//   3. A2 -= V W2: each warp holds a 32 x 32 slice of W2 as mma operands and
+//      streams 16-row tiles of V and A2 through it.
+// The tile is read twice; the second read mostly hits L2 (a tile is
+// nrow x BN x 4 bytes).
+//
+// Float32 operands are split x = hi + lo into two narrower values and every
+// product is formed as hi*hi + hi*lo + lo*hi with float32 accumulation
+// (lo*lo is below float32 rounding). TC_SPLIT picks the format:
+//   0  tf32 (mma m16n8k8): float32's exponent range, 11 + 11 bits;
+//   1  f16  (mma m16n8k16): twice the rate, but no range: values past 65504
+//      overflow and lo parts of values under ~2^-3 lose bits (not for QR
+//      inputs, kept to measure the difference);
+//   2  bf16 (mma m16n8k16): range kept, only 8 + 8 bits (~1e-5 relative).
+// docs/perf/trailing_tc.md has the measurements that chose TC_SPLIT = 0.
+//
+// Fragment layouts. Each lane of a warp is (g, tq) = (lane / 4, lane % 4).
+// The mma's logical k, m and n indices are permuted onto physical rows and
+// columns so that every lane loads 16-byte vectors and each warp-wide load
+// covers whole 32-byte sectors; the sums over k do not care about the order.
+//   W pass, one 8-row step (A = V^T: m = reflector, k = row; B = A2 tile):
+//     k = tq + 4e            <-> row 4e + tq of the step          (e = 0, 1)
+//     m = g + 8h in m-tile mt <-> reflector 4g + 2mt + h
+//     n = g in n-tile nt      <-> column 32(nt/4) + 4g + nt%4
+//   update, one 16-row tile (A = V: m = row, k = reflector; B = W2):
+//     k = tq + 4h in step ks  <-> reflector 16(ks/2) + 4tq + 2(ks%2) + h
+//     n = g in n-tile nt      <-> column 16(nt/2) + 4(g/2) + 2(nt%2) + g%2
+//   The 16-bit formats' k16 step is two tf32 k8 steps: its k = 2tq + e + 8s
+//   is the k8 index tq + 4e of step s, so one set of loads serves all three.
+//
+// Header-free: NVRTC on a stock driver has no CUDA headers, so conversions
+// and mma are inline PTX on plain unsigned / float values.
+
+#ifndef TC_SPLIT
+#error "TC_SPLIT (0 tf32, 1 f16, 2 bf16) must be defined by the plan"
+#endif
+#ifndef TC_BN
+#error "TC_BN (columns per block: 32 or 64) must be defined by the plan"
+#endif
+#ifndef TC_WARPS
+#error "TC_WARPS (warps per block: 4 or 8) must be defined by the plan"
+#endif
+#ifndef TC_MIN_BLOCKS
+#error "TC_MIN_BLOCKS (resident blocks per SM asked of the compiler) must be defined by the plan"
+#endif
+#ifndef TC_VEC4
+#error "TC_VEC4 (1: A2 rows are 16-byte aligned, lda % 4 == 0) must be defined by the plan"
+#endif
+
+#define TC_NB 32                     // panel width: V columns, T order
+#define TC_THREADS (TC_WARPS * 32)
+#define TC_NQ (TC_BN / 32)           // 32-column chunks of a tile
+#define TC_NTW (TC_BN / 8)           // n8-tiles of W per warp
+#define TC_WN (TC_BN / 32)           // column groups of the update
+#define TC_WR (TC_WARPS / TC_WN)     // row groups of the update
+#define TC_LDW (TC_BN + 4)           // W / W2 rows in shared memory: 2-way reads at most
+#define TC_KPACK (TC_SPLIT == 0 ? 1 : 2)  // k8 steps per mma
+
+static_assert(TC_SPLIT >= 0 && TC_SPLIT <= 2, "TC_SPLIT is 0, 1 or 2");
+static_assert(TC_BN == 32 || TC_BN == 64, "TC_BN is 32 or 64");
+static_assert(TC_WARPS == 4 || TC_WARPS == 8, "TC_WARPS is 4 or 8");
+static_assert(TC_LDW * TC_NB <= (TC_WARPS / 2) * TC_NB * TC_BN,
+              "W2 reuses the partial-sum buffer");
+
+struct alignas(16) tc_f4 {
+    float x[4];
+};
+
+__device__ __forceinline__ float tc_bits_to_f32(unsigned u) {
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
+    return f;
+}
+
+// ---- splits: x = hi + lo, each part in the mma's input format ----
+
+#if TC_SPLIT == 0
+// One tf32 register per value (round to nearest, ties away: cvt.rna).
+__device__ __forceinline__ unsigned tc_tf32(float x) {
+    unsigned r;
+    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+    return r;
+}
+__device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
+    hi = tc_tf32(x);
+    lo = tc_tf32(x - tc_bits_to_f32(hi));
+}
+#else
+// Two 16-bit values per register, `e0` in the low half (the lower k index).
+__device__ __forceinline__ unsigned tc_pack(float e0, float e1) {
+    unsigned r;
+#if TC_SPLIT == 1
+    asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(e1), "f"(e0));
+#else
+    asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(e1), "f"(e0));
+#endif
+    return r;
+}
+__device__ __forceinline__ void tc_unpack(unsigned p, float& e0, float& e1) {
+#if TC_SPLIT == 1
+    asm("{\n\t.reg .b16 l, h;\n\tmov.b32 {l, h}, %2;\n\t"
+        "cvt.f32.f16 %0, l;\n\tcvt.f32.f16 %1, h;\n\t}"
+        : "=f"(e0), "=f"(e1)
+        : "r"(p));
+#else
+    e0 = tc_bits_to_f32(p << 16);
+    e1 = tc_bits_to_f32(p & 0xffff0000u);
+#endif
+}
+__device__ __forceinline__ void tc_split2(float e0, float e1, unsigned& hi, unsigned& lo) {
+    hi = tc_pack(e0, e1);
+    float h0, h1;
+    tc_unpack(hi, h0, h1);
+    lo = tc_pack(e0 - h0, e1 - h1);
+}
+#endif
+
+// A operand of one mma from the tf32-layout values of its TC_KPACK k8 steps
+// (x[s][i] is a_i of k8 step s: a0 (m, k), a1 (m+8, k), a2 (m, k+4), a3 (m+8, k+4)).
+__device__ __forceinline__ void tc_split_a(const float (&x)[TC_KPACK][4], unsigned (&hi)[4],
+                                           unsigned (&lo)[4]) {
+#if TC_SPLIT == 0
+#pragma unroll
+    for (int i = 0; i < 4; ++i) tc_split1(x[0][i], hi[i], lo[i]);
+#else
+    tc_split2(x[0][0], x[0][2], hi[0], lo[0]);
+    tc_split2(x[0][1], x[0][3], hi[1], lo[1]);
+    tc_split2(x[1][0], x[1][2], hi[2], lo[2]);
+    tc_split2(x[1][1], x[1][3], hi[3], lo[3]);
+#endif
+}
+
+// B operand likewise (x[s][i] is b_i of k8 step s: b0 (k, n), b1 (k+4, n)).
+__device__ __forceinline__ void tc_split_b(const float (&x)[TC_KPACK][2], unsigned (&hi)[2],
+                                           unsigned (&lo)[2]) {
+#if TC_SPLIT == 0
+    tc_split1(x[0][0], hi[0], lo[0]);
+    tc_split1(x[0][1], hi[1], lo[1]);
+#else
+    tc_split2(x[0][0], x[0][1], hi[0], lo[0]);
+    tc_split2(x[1][0], x[1][1], hi[1], lo[1]);
+#endif
+}
+
+// d += a * b on one 16 x 8 tile.
+__device__ __forceinline__ void tc_mma(float (&d)[4], const unsigned (&a)[4],
+                                       const unsigned (&b)[2]) {
+#if TC_SPLIT == 0
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#elif TC_SPLIT == 1
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+    asm("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
+// The three products of a split, small terms first.
+__device__ __forceinline__ void tc_mma3(float (&d)[4], const unsigned (&ahi)[4],
+                                        const unsigned (&alo)[4], const unsigned (&bhi)[2],
+                                        const unsigned (&blo)[2]) {
+    tc_mma(d, alo, bhi);
+    tc_mma(d, ahi, blo);
+    tc_mma(d, ahi, bhi);
+}
+
+// ---- memory ----
+
+__device__ __forceinline__ tc_f4 tc_zero4() {
+    tc_f4 r;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.x[i] = 0.0f;
+    return r;
+}
+
+// Four consecutive A2 values of one row from column `col` (tile-relative
+// columns are checked against `ncols`); zeros past the edge.
+__device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) {
+#if TC_VEC4
+    return col < ncols ? *reinterpret_cast<const tc_f4*>(p) : tc_zero4();
+#else
+    tc_f4 r;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.x[i] = col + i < ncols ? p[i] : 0.0f;
+    return r;
+#endif
+}
+
+__device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const tc_f4& v) {
+#if TC_VEC4
+    if (col < ncols) *reinterpret_cast<tc_f4*>(p) = v;
+#else
+#pragma unroll
+    for (int i = 0; i < 4; ++i)
+        if (col + i < ncols) p[i] = v.x[i];
+#endif
+}
+
+// Four consecutive V values of one row (rows are 128 bytes, always aligned).
+// A plain load: the const __restrict__ V lets the compiler use the
+// read-only path, and unlike an asm load it is never hoisted past the row
+// guard.
+__device__ __forceinline__ tc_f4 tc_load_v4(const float* __restrict__ p) {
+    return *reinterpret_cast<const tc_f4*>(p);
+}
+
+extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
+    trailing_tc_apply_f32(float* __restrict__ a, long long a_stride, int lda,
+                          const float* __restrict__ v, long long v_stride,
+                          const float* __restrict__ t, long long t_stride, int nrow, int ntrail,
+                          int w) {
+    // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
+    __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
+    __shared__ float s_w[TC_NB * TC_LDW];
+    __shared__ float s_t[TC_NB * (TC_NB + 1)];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, tq = lane & 3;
+    const int tiles = (ntrail + TC_BN - 1) / TC_BN;
+    const int mat = blockIdx.x / tiles;
+    const int col0 = (blockIdx.x - mat * tiles) * TC_BN;
+    const int ncols = ntrail - col0;  // columns of this tile that exist (may exceed TC_BN)
+
+    float* at = a + mat * a_stride + col0;
+    const float* vm = v + mat * v_stride;
+    const float* tm = t + mat * t_stride;
+
+    // T's used triangle (r <= c < w); read in step 2, after two barriers.
+    for (int e = tid; e < TC_NB * TC_NB; e += TC_THREADS) {
+        const int r = e >> 5, c = e & 31;
+        s_t[r * (TC_NB + 1) + c] = (r <= c && c < w) ? tm[e] : 0.0f;
+    }
+
+    // ---- 1. W = V^T A2: warp `warp` takes 16-row slabs warp, warp + WARPS, ...
+    float acc[2][TC_NTW][4];
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < TC_NTW; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+
+    for (int r0 = warp * 16; r0 < nrow; r0 += TC_WARPS * 16) {
+        // Rows r0 + 8s + 4e + tq: V columns 4g.., A2 columns 32q + 4g...
+        tc_f4 va[2][2], xa[2][2][TC_NQ];
+#pragma unroll
+        for (int s = 0; s < 2; ++s)
+#pragma unroll
+            for (int e = 0; e < 2; ++e) {
+                const int row = r0 + 8 * s + 4 * e + tq;
+                const bool in = row < nrow;
+                va[s][e] = in ? tc_load_v4(vm + row * TC_NB + 4 * g) : tc_zero4();
+#pragma unroll
+                for (int q = 0; q < TC_NQ; ++q) {
+                    const int col = 32 * q + 4 * g;
+                    xa[s][e][q] = in ? tc_load_a4(at + (long long)row * lda + col, col, ncols)
+                                     : tc_zero4();
+                }
+            }
+#pragma unroll
+        for (int s0 = 0; s0 < 2; s0 += TC_KPACK) {
+            unsigned ahi[2][4], alo[2][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) {
+                float x[TC_KPACK][4];
+#pragma unroll
+                for (int s = 0; s < TC_KPACK; ++s) {
+                    x[s][0] = va[s0 + s][0].x[2 * mt];
+                    x[s][1] = va[s0 + s][0].x[2 * mt + 1];
+                    x[s][2] = va[s0 + s][1].x[2 * mt];
+                    x[s][3] = va[s0 + s][1].x[2 * mt + 1];
+                }
+                tc_split_a(x, ahi[mt], alo[mt]);
+            }
+#pragma unroll
+            for (int nt = 0; nt < TC_NTW; ++nt) {
+                float x[TC_KPACK][2];
+#pragma unroll
+                for (int s = 0; s < TC_KPACK; ++s) {
+                    x[s][0] = xa[s0 + s][0][nt >> 2].x[nt & 3];
+                    x[s][1] = xa[s0 + s][1][nt >> 2].x[nt & 3];
+                }
+                unsigned bhi[2], blo[2];
+                tc_split_b(x, bhi, blo);
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) tc_mma3(acc[mt][nt], ahi[mt], alo[mt], bhi, blo);
+            }
+        }
+    }
+
+    // Partials meet in a fixed order: the upper half of the warps hands its
+    // sums to the lower half, which adds them, then all threads add the
+    // lower half's buffers. Fragment order keeps both passes conflict-free.
+    float* mine = s_part + (warp % (TC_WARPS / 2)) * (TC_NB * TC_BN) + lane;
+    if (warp >= TC_WARPS / 2) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < TC_NTW; ++nt)
+#pragma unroll
+                for (int ci = 0; ci < 4; ++ci)
+                    mine[((mt * TC_NTW + nt) * 4 + ci) * 32] = acc[mt][nt][ci];
+    }
+    __syncthreads();
+    if (warp < TC_WARPS / 2) {
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < TC_NTW; ++nt)
+#pragma unroll
+                for (int ci = 0; ci < 4; ++ci)
+                    mine[((mt * TC_NTW + nt) * 4 + ci) * 32] += acc[mt][nt][ci];
+    }
+    __syncthreads();
+    for (int e = tid; e < TC_NB * TC_BN; e += TC_THREADS) {
+        float sum = 0.0f;
+#pragma unroll
+        for (int p = 0; p < TC_WARPS / 2; ++p) sum += s_part[p * (TC_NB * TC_BN) + e];
+        // Fragment (i, lane) -> (reflector, column) of the W pass mapping.
+        const int i = e >> 5, ln = e & 31;
+        const int mt = i / (4 * TC_NTW), nt = (i >> 2) % TC_NTW, ci = i & 3;
+        const int r = 4 * (ln >> 2) + 2 * mt + (ci >> 1);
+        const int c = 32 * (nt >> 2) + 4 * (2 * (ln & 3) + (ci & 1)) + (nt & 3);
+        s_w[r * TC_LDW + c] = sum;
+    }
+    __syncthreads();
+
+    // ---- 2. W2 = T^T W in float32, into s_part (free after the barrier).
+    float* s_w2 = s_part;
+    for (int e = tid; e < TC_NB * TC_BN; e += TC_THREADS) {
+        const int c = e / TC_BN, col = e % TC_BN;
+        // Rows of W past the panel width come from V columns that may hold
+        // anything: never read them, so W2's rows c >= w are exact zeros.
+        const int rend = c < w ? c + 1 : 0;
+        float sum = 0.0f;
+        for (int r = 0; r < rend; ++r) sum += s_t[r * (TC_NB + 1) + c] * s_w[r * TC_LDW + col];
+        s_w2[c * TC_LDW + col] = sum;
+    }
+    __syncthreads();
+
+    // ---- 3. A2 -= V W2: warp = (row group rg, column group cg).
+    const int cg = warp % TC_WN, rg = warp / TC_WN;
+    unsigned bhi[4 / TC_KPACK][4][2], blo[4 / TC_KPACK][4][2];
+#pragma unroll
+    for (int kk = 0; kk < 4 / TC_KPACK; ++kk)
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) {
+            const int c = 32 * cg + 16 * (nt >> 1) + 4 * (g >> 1) + 2 * (nt & 1) + (g & 1);
+            float x[TC_KPACK][2];
+#pragma unroll
+            for (int s = 0; s < TC_KPACK; ++s) {
+                const int ks = kk * TC_KPACK + s;
+                const int r = 16 * (ks >> 1) + 4 * tq + 2 * (ks & 1);
+                x[s][0] = s_w2[r * TC_LDW + c];
+                x[s][1] = s_w2[(r + 1) * TC_LDW + c];
+            }
+            tc_split_b(x, bhi[kk][nt], blo[kk][nt]);
+        }
+
+    for (int i0 = rg * 16; i0 < nrow; i0 += TC_WR * 16) {
+        // Rows i0 + g + 8h; V columns 16c + 4tq.., A2 columns 32cg + 16c + 4tq...
+        tc_f4 vb[2][2], xb[2][2];
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = i0 + g + 8 * h;
+            const bool in = row < nrow;
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                const int vc = 16 * c + 4 * tq, col = 32 * cg + 16 * c + 4 * tq;
+                vb[h][c] = in ? tc_load_v4(vm + row * TC_NB + vc) : tc_zero4();
+                xb[h][c] = in ? tc_load_a4(at + (long long)row * lda + col, col, ncols)
+                              : tc_zero4();
+#pragma unroll
+                for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
+                    if (vc + j >= w) vb[h][c].x[j] = 0.0f;
+            }
+        }
+        float d[4][4];
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
+#pragma unroll
+        for (int kk = 0; kk < 4 / TC_KPACK; ++kk) {
+            float x[TC_KPACK][4];
+#pragma unroll
+            for (int s = 0; s < TC_KPACK; ++s) {
+                const int ks = kk * TC_KPACK + s, c = ks >> 1, j = 2 * (ks & 1);
+                x[s][0] = vb[0][c].x[j];
+                x[s][1] = vb[1][c].x[j];
+                x[s][2] = vb[0][c].x[j + 1];
+                x[s][3] = vb[1][c].x[j + 1];
+            }
+            unsigned ahi[4], alo[4];
+            tc_split_a(x, ahi, alo);
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) tc_mma3(d[nt], ahi, alo, bhi[kk][nt], blo[kk][nt]);
+        }
+        // d[nt][ci] is (row g + 8(ci/2), column 16(nt/2) + 4tq + 2(nt%2) + ci%2).
+#pragma unroll
+        for (int h = 0; h < 2; ++h) {
+            const int row = i0 + g + 8 * h;
+            if (row >= nrow) continue;
+#pragma unroll
+            for (int c = 0; c < 2; ++c) {
+                tc_f4 o = xb[h][c];
+#pragma unroll
+                for (int j = 0; j < 4; ++j) o.x[j] -= d[2 * c + (j >> 1)][2 * h + (j & 1)];
+                const int col = 32 * cg + 16 * c + 4 * tq;
+                tc_store_a4(at + (long long)row * lda + col, col, ncols, o);
+            }
+        }
+    }
+}
