@@ -4,8 +4,7 @@
 use faer::{MatMut, MatRef, Par};
 use qr_core::Info;
 
-use crate::larft::{larft, larft_scratch};
-use crate::panel::panel_factor;
+use crate::panel::{panel_factor_wy, panel_factor_wy_scratch};
 use crate::tuning::Tuning;
 use crate::unblocked::{geqr2_row_major, geqr2_row_major_scratch};
 use crate::update::{apply_block_reflector_left, apply_block_reflector_left_scratch};
@@ -14,12 +13,14 @@ use crate::update::{apply_block_reflector_left, apply_block_reflector_left_scrat
 /// matrix that worker factors.
 #[derive(Debug, Default)]
 pub(crate) struct Workspace {
-    /// Column-major copy of the current panel, later the dense `V`.
+    /// Column-major copy of the current panel.
     panel: Vec<f32>,
+    /// The panel's reflectors as a dense `V` (unit diagonal, zeros above).
+    v: Vec<f32>,
     /// The block reflector's triangular factor.
     t: Vec<f32>,
-    /// Scratch of `larft`.
-    gram: Vec<f32>,
+    /// Scratch of the panel factorization.
+    panel_scratch: Vec<f32>,
     /// Scratch of the trailing update.
     update: Vec<f32>,
     /// Scratch of the unblocked small-order path.
@@ -38,8 +39,9 @@ impl Workspace {
         let nb = tuning.block().min(n);
         Self {
             panel: vec![0.0; n * nb],
+            v: vec![0.0; n * nb],
             t: vec![0.0; nb * nb],
-            gram: vec![0.0; larft_scratch(nb)],
+            panel_scratch: vec![0.0; panel_factor_wy_scratch(nb)],
             update: vec![0.0; apply_block_reflector_left_scratch(nb, n)],
             small: Vec::new(),
         }
@@ -89,17 +91,24 @@ fn blocked(
         let m = n - j0;
         let p = &mut ws.panel[..m * k];
         gather_panel(h, n, j0, k, p);
-        panel_factor(m, k, p, m, &mut tau[j0..j0 + k]);
+        let v = &mut ws.v[..m * k];
+        panel_factor_wy(
+            m,
+            k,
+            p,
+            m,
+            &mut tau[j0..j0 + k],
+            v,
+            m,
+            &mut ws.t,
+            k,
+            &mut ws.panel_scratch,
+            tuning.panel_leaf,
+        );
         scatter_panel(p, n, j0, k, h);
         let rest = n - j0 - k;
         if rest > 0 {
-            for c in 0..k {
-                let col = &mut p[c * m..(c + 1) * m];
-                col[..c].fill(0.0);
-                col[c] = 1.0;
-            }
-            larft(m, k, p, m, &tau[j0..j0 + k], &mut ws.t, &mut ws.gram);
-            let v = MatRef::from_column_major_slice(&*p, m, k);
+            let v = MatRef::from_column_major_slice(&*v, m, k);
             let t = MatRef::from_column_major_slice(&ws.t[..k * k], k, k);
             // The row-major trailing block, built as the transpose of a
             // column-major view: faer 0.24's

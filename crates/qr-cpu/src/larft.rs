@@ -15,7 +15,7 @@ pub fn larft_scratch(k: usize) -> usize {
     k * k
 }
 
-/// Forms the `k x k` upper triangular `T` (column-major, column stride `k`,
+/// Forms the `k x k` upper triangular `T` (column-major, column stride `ldt`,
 /// zeros below the diagonal) of the block reflector `I - V T V^T` whose
 /// reflectors are the columns of the dense `m x k` column-major `v` (column
 /// stride `ldv`, explicit unit diagonal, zeros above it), with scalars `tau`.
@@ -24,7 +24,9 @@ pub fn larft_scratch(k: usize) -> usize {
 /// as LAPACK's `larft` does.
 ///
 /// # Panics
-/// If `ldv < m`, `m < k`, or a buffer is shorter than the sizes say.
+/// If `ldv < m`, `m < k`, `ldt < k`, or a buffer is shorter than the sizes
+/// say.
+#[allow(clippy::too_many_arguments)] // LAPACK's argument list, strides included
 pub fn larft(
     m: usize,
     k: usize,
@@ -32,6 +34,7 @@ pub fn larft(
     ldv: usize,
     tau: &[f32],
     t: &mut [f32],
+    ldt: usize,
     scratch: &mut [f32],
 ) {
     if k == 0 {
@@ -41,7 +44,8 @@ pub fn larft(
         m >= k && ldv >= m,
         "V must be m x k with m >= k and ldv >= m"
     );
-    assert!(tau.len() >= k && t.len() >= k * k && scratch.len() >= k * k);
+    assert!(ldt >= k, "T's column stride below k");
+    assert!(tau.len() >= k && t.len() >= (k - 1) * ldt + k && scratch.len() >= k * k);
     let vm = MatRef::from_column_major_slice_with_stride(&v[..(k - 1) * ldv + m], m, k, ldv);
     let g = &mut scratch[..k * k];
     matmul(
@@ -52,7 +56,6 @@ pub fn larft(
         1.0f32,
         Par::Seq,
     );
-    let t = &mut t[..k * k];
     for i in 0..k {
         let ti = tau[i];
         // Entries of column i depend only on columns < i, so the column can
@@ -60,13 +63,13 @@ pub fn larft(
         for a in 0..i {
             let mut s = 0.0f32;
             for b in a..i {
-                s += t[a + b * k] * g[b + i * k];
+                s += t[a + b * ldt] * g[b + i * k];
             }
-            t[a + i * k] = -ti * s;
+            t[a + i * ldt] = -ti * s;
         }
-        t[i + i * k] = ti;
+        t[i + i * ldt] = ti;
         for r in i + 1..k {
-            t[r + i * k] = 0.0;
+            t[r + i * ldt] = 0.0;
         }
     }
 }

@@ -12,8 +12,10 @@
 //!   the row-major output ([`kernels::geqr2_row_major`]).
 //! - Larger orders: LAPACK's blocked `geqrf`. Each panel of
 //!   `Tuning::block` columns is copied to a column-major scratch and
-//!   factored column by column ([`kernels::panel_factor`]); the compact-WY
-//!   factor `T` ([`kernels::larft`]) then lets the trailing columns be
+//!   factored recursively down to leaves of `Tuning::panel_leaf` columns,
+//!   which are factored column by column ([`kernels::panel_factor_wy`],
+//!   [`kernels::panel_factor`]); the compact-WY factor `T`
+//!   ([`kernels::larft`] at the leaves, joined on the way up) then lets the trailing columns be
 //!   updated with three matrix products ([`kernels::apply_block_reflector_left`])
 //!   through faer's `matmul`. faer's own QR is not used: it pivots and
 //!   stores `1/tau`.
@@ -51,7 +53,7 @@ pub use tuning::Tuning;
 /// `f32` slices with explicit strides (faer views for the update).
 pub mod kernels {
     pub use crate::larft::{larft, larft_scratch};
-    pub use crate::panel::panel_factor;
+    pub use crate::panel::{panel_factor, panel_factor_wy, panel_factor_wy_scratch};
     pub use crate::unblocked::{geqr2_row_major, geqr2_row_major_scratch};
     pub use crate::update::{apply_block_reflector_left, apply_block_reflector_left_scratch};
 }

@@ -44,8 +44,27 @@ fn tunings() -> Vec<(&'static str, Tuning)> {
             Tuning {
                 small_n: 16,
                 block: 16,
+                panel_leaf: 4,
                 batch_parallel_min: usize::MAX,
                 par_update_min_cols: 1,
+            },
+        ),
+        (
+            "column-loop-panels",
+            Tuning {
+                small_n: 0,
+                block: 32,
+                panel_leaf: 32,
+                ..Tuning::default()
+            },
+        ),
+        (
+            "recursive-nb64-leaf8",
+            Tuning {
+                small_n: 0,
+                block: 64,
+                panel_leaf: 8,
+                ..Tuning::default()
             },
         ),
     ]
@@ -379,7 +398,7 @@ fn larft_and_update_match_reflector_by_reflector() {
         }
         let mut t = vec![0.0f32; k * k];
         let mut scratch = vec![0.0f32; k * k];
-        larft(m, k, &v, m, &tau, &mut t, &mut scratch);
+        larft(m, k, &v, m, &tau, &mut t, k, &mut scratch);
         let c0 = randn(&mut rng, m * ncols);
         let mut c = c0.clone();
         let mut ws = vec![0.0f32; 2 * k * ncols];
@@ -423,4 +442,79 @@ fn backend_reports_itself() {
     assert_eq!(b.name(), "cpu");
     assert!(b.describe().starts_with("cpu: "));
     assert_eq!(b.tuning(), &Tuning::default());
+}
+
+#[test]
+fn recursive_panel_matches_the_column_loop() {
+    use crate::kernels::{larft, panel_factor, panel_factor_wy, panel_factor_wy_scratch};
+
+    let mut rng = StdRng::seed_from_u64(7);
+    for (m, k, leaf) in [
+        (50usize, 24usize, 4usize),
+        (64, 64, 8),
+        (100, 37, 16),
+        (33, 33, 1),
+    ] {
+        let a = randn(&mut rng, m * k);
+        let (ldv, ldt) = (m + 3, k + 2);
+        let mut p = a.clone();
+        let mut tau = vec![0.0f32; k];
+        let mut v = vec![f32::NAN; (k - 1) * ldv + m];
+        let mut t = vec![f32::NAN; (k - 1) * ldt + k];
+        let mut scratch = vec![0.0f32; panel_factor_wy_scratch(k)];
+        panel_factor_wy(
+            m,
+            k,
+            &mut p,
+            m,
+            &mut tau,
+            &mut v,
+            ldv,
+            &mut t,
+            ldt,
+            &mut scratch,
+            leaf,
+        );
+
+        let mut p0 = a.clone();
+        let mut tau0 = vec![0.0f32; k];
+        panel_factor(m, k, &mut p0, m, &mut tau0);
+        let mut v0 = vec![0.0f32; m * k];
+        for c in 0..k {
+            for i in 0..m {
+                v0[c * m + i] = match i.cmp(&c) {
+                    std::cmp::Ordering::Less => 0.0,
+                    std::cmp::Ordering::Equal => 1.0,
+                    std::cmp::Ordering::Greater => p0[c * m + i],
+                };
+            }
+        }
+        let mut t0 = vec![0.0f32; k * k];
+        let mut g = vec![0.0f32; k * k];
+        larft(m, k, &v0, m, &tau0, &mut t0, k, &mut g);
+
+        let tol = 1e-4f32;
+        for c in 0..k {
+            assert!((tau[c] - tau0[c]).abs() <= tol, "m={m} k={k} tau[{c}]");
+            for i in 0..m {
+                let scale = if i <= c {
+                    1.0 + p0[c * m + i].abs()
+                } else {
+                    1.0
+                };
+                assert!(
+                    (p[c * m + i] - p0[c * m + i]).abs() <= tol * scale,
+                    "H[{i}][{c}]"
+                );
+                assert!((v[c * ldv + i] - v0[c * m + i]).abs() <= tol, "V[{i}][{c}]");
+            }
+            for r in 0..k {
+                let (x, y) = (t[c * ldt + r], t0[c * k + r]);
+                assert!(
+                    (x - y).abs() <= tol * (1.0 + y.abs()),
+                    "T[{r}][{c}]: {x} vs {y}"
+                );
+            }
+        }
+    }
 }

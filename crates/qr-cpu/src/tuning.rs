@@ -13,6 +13,11 @@ pub struct Tuning {
     /// Panel width (columns per compact-WY block) of the blocked driver.
     /// Table "block size".
     pub block: usize,
+    /// Panels wider than this are factored recursively (split in two, the
+    /// left half applied to the right with matrix products); leaves of at
+    /// most this many columns use the column loop. `panel_leaf >= block`
+    /// means a plain column loop. Table "panel algorithm".
+    pub panel_leaf: usize,
     /// Batches of at least this many matrices are spread over the rayon pool
     /// one matrix per task; smaller batches are factored one after the other
     /// with the parallelism inside each matrix. Table "parallel split".
@@ -28,6 +33,7 @@ impl Default for Tuning {
         Self {
             small_n: 64,
             block: 32,
+            panel_leaf: 16,
             batch_parallel_min: 2,
             par_update_min_cols: 256,
         }
