@@ -2,7 +2,8 @@
 //! `docs/perf/qr-cpu.md`.
 //!
 //! ```text
-//! cargo run --release -p qr-cpu --example timing -- [--block B] [--small-n S]
+//! cargo run --release -p qr-cpu --example timing -- [--block B] [--leaf L] [--wide-block W]
+//!     [--wide-min-n N] [--small-n S]
 //!     [--batch-min M] [--par-cols C] [--reps R] BATCH,N ...
 //! ```
 //! Prints, per shape, the minimum and median wall-clock milliseconds per
@@ -30,6 +31,9 @@ fn main() {
         };
         match arg.as_str() {
             "--block" => tuning.block = value(),
+            "--leaf" => tuning.panel_leaf = value(),
+            "--wide-block" => tuning.wide_block = value(),
+            "--wide-min-n" => tuning.wide_block_min_n = value(),
             "--small-n" => tuning.small_n = value(),
             "--batch-min" => tuning.batch_parallel_min = value(),
             "--par-cols" => tuning.par_update_min_cols = value(),

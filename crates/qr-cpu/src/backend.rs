@@ -43,11 +43,15 @@ impl Backend for CpuBackend {
     fn describe(&self) -> String {
         let t = &self.tuning;
         format!(
-            "cpu: {} rayon threads, {} vector loops, unblocked for n <= {}, panels of {} columns",
+            "cpu: {} rayon threads, {} vector loops, unblocked for n <= {}, panels of {} \
+             columns ({} from n = {}), recursive below {}",
             rayon::current_num_threads(),
             crate::isa::detected(),
             t.small_n,
-            t.block()
+            t.block_for(0),
+            t.block_for(usize::MAX),
+            t.wide_block_min_n,
+            t.panel_leaf
         )
     }
 

@@ -36,7 +36,7 @@ impl Workspace {
                 ..Self::default()
             };
         }
-        let nb = tuning.block().min(n);
+        let nb = tuning.block_for(n).min(n);
         Self {
             panel: vec![0.0; n * nb],
             v: vec![0.0; n * nb],
@@ -84,7 +84,7 @@ fn blocked(
     ws: &mut Workspace,
     par: Par,
 ) {
-    let nb = tuning.block().min(n);
+    let nb = tuning.block_for(n).min(n);
     let mut j0 = 0;
     while j0 < n {
         let k = nb.min(n - j0);

@@ -44,6 +44,8 @@ fn tunings() -> Vec<(&'static str, Tuning)> {
             Tuning {
                 small_n: 16,
                 block: 16,
+                wide_block: 24,
+                wide_block_min_n: 100,
                 panel_leaf: 4,
                 batch_parallel_min: usize::MAX,
                 par_update_min_cols: 1,

@@ -10,9 +10,15 @@ pub struct Tuning {
     /// Matrices of order `n <= small_n` are factored unblocked, in place and
     /// row-major, without a panel copy. Table "small-n crossover".
     pub small_n: usize,
-    /// Panel width (columns per compact-WY block) of the blocked driver.
-    /// Table "block size".
+    /// Panel width (columns per compact-WY block) of the blocked driver for
+    /// orders below `wide_block_min_n`. Table "block size".
     pub block: usize,
+    /// Panel width for orders of at least `wide_block_min_n`: there the
+    /// trailing matrix outgrows the caches and a wider rank update moves
+    /// fewer bytes per flop. Table "block size".
+    pub wide_block: usize,
+    /// Order from which `wide_block` is used. Table "block size".
+    pub wide_block_min_n: usize,
     /// Panels wider than this are factored recursively (split in two, the
     /// left half applied to the right with matrix products); leaves of at
     /// most this many columns use the column loop. `panel_leaf >= block`
@@ -31,9 +37,11 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Self {
         Self {
-            small_n: 64,
+            small_n: 48,
             block: 32,
-            panel_leaf: 16,
+            wide_block: 64,
+            wide_block_min_n: 1024,
+            panel_leaf: 8,
             batch_parallel_min: 2,
             par_update_min_cols: 256,
         }
@@ -41,8 +49,13 @@ impl Default for Tuning {
 }
 
 impl Tuning {
-    /// The panel width actually used: at least one column.
-    pub(crate) fn block(&self) -> usize {
-        self.block.max(1)
+    /// The panel width used for order `n`: at least one column.
+    pub(crate) fn block_for(&self, n: usize) -> usize {
+        let nb = if n >= self.wide_block_min_n {
+            self.wide_block
+        } else {
+            self.block
+        };
+        nb.max(1)
     }
 }
