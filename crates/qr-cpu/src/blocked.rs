@@ -1,6 +1,7 @@
 //! The blocked driver (LAPACK `geqrf`'s structure): panel, `T`, trailing
 //! update, panel after panel, on a row-major matrix held in `H`.
 
+use faer::reborrow::ReborrowMut;
 use faer::{MatMut, MatRef, Par};
 use qr_core::Info;
 
@@ -15,10 +16,11 @@ use crate::update::{apply_block_reflector_left, apply_block_reflector_left_scrat
 pub(crate) struct Workspace {
     /// Column-major copy of the current panel.
     panel: Vec<f32>,
-    /// The panel's reflectors as a dense `V` (unit diagonal, zeros above).
-    v: Vec<f32>,
-    /// The block reflector's triangular factor.
-    t: Vec<f32>,
+    /// The reflectors of the current and of the next panel as dense `V`s
+    /// (unit diagonal, zeros above).
+    v: [Vec<f32>; 2],
+    /// The block reflectors' triangular factors, current and next.
+    t: [Vec<f32>; 2],
     /// Scratch of the panel factorization.
     panel_scratch: Vec<f32>,
     /// Scratch of the trailing update.
@@ -39,8 +41,8 @@ impl Workspace {
         let nb = tuning.block_for(n).min(n);
         Self {
             panel: vec![0.0; n * nb],
-            v: vec![0.0; n * nb],
-            t: vec![0.0; nb * nb],
+            v: [vec![0.0; n * nb], vec![0.0; n * nb]],
+            t: [vec![0.0; nb * nb], vec![0.0; nb * nb]],
             panel_scratch: vec![0.0; panel_factor_wy_scratch(nb)],
             update: vec![0.0; apply_block_reflector_left_scratch(nb, n)],
             small: Vec::new(),
@@ -74,8 +76,13 @@ pub(crate) fn factor_matrix(
     Info::OK
 }
 
-/// Panel after panel: factor the panel in a column-major copy, write it
-/// back, form `T`, apply `Q_panel^T` to the columns on its right.
+/// Panel after panel, with a look-ahead of one panel: once panel `i` is
+/// factored, its block reflector is applied first to the columns of panel
+/// `i + 1`, which is then factored while the rest of the trailing matrix is
+/// updated. With inner parallelism the two run side by side (`rayon::join`),
+/// so the serial panel hides behind the big update instead of leaving the
+/// other cores idle; on one thread they run one after the other. The
+/// arithmetic is the same either way.
 fn blocked(
     n: usize,
     h: &mut [f32],
@@ -85,72 +92,98 @@ fn blocked(
     par: Par,
 ) {
     let nb = tuning.block_for(n).min(n);
+    let leaf = tuning.panel_leaf;
+    let Workspace {
+        panel,
+        v,
+        t,
+        panel_scratch,
+        update,
+        ..
+    } = ws;
+    let [v0, v1] = v;
+    let [t0, t1] = t;
+    let (mut v_cur, mut v_next) = (v0, v1);
+    let (mut t_cur, mut t_next) = (t0, t1);
+    let whole = MatMut::from_column_major_slice_mut(&mut h[..n * n], n, n).transpose_mut();
+    let k0 = nb.min(n);
+    let first = whole.submatrix_mut(0, 0, n, k0);
+    factor_panel(
+        first,
+        panel,
+        v_cur,
+        t_cur,
+        &mut tau[..k0],
+        panel_scratch,
+        leaf,
+    );
     let mut j0 = 0;
-    while j0 < n {
-        let k = nb.min(n - j0);
+    let mut k = k0;
+    while j0 + k < n {
         let m = n - j0;
-        let p = &mut ws.panel[..m * k];
-        gather_panel(h, n, j0, k, p);
-        let v = &mut ws.v[..m * k];
-        panel_factor_wy(
-            m,
-            k,
-            p,
-            m,
-            &mut tau[j0..j0 + k],
-            v,
-            m,
-            &mut ws.t,
-            k,
-            &mut ws.panel_scratch,
-            tuning.panel_leaf,
-        );
-        scatter_panel(p, n, j0, k, h);
         let rest = n - j0 - k;
-        if rest > 0 {
-            let v = MatRef::from_column_major_slice(&*v, m, k);
-            let t = MatRef::from_column_major_slice(&ws.t[..k * k], k, k);
-            // The row-major trailing block, built as the transpose of a
-            // column-major view: faer 0.24's
-            // `from_row_major_slice_with_stride_mut` swaps the strides (it
-            // returns the column-major reading), so it is avoided here.
-            let c = MatMut::from_column_major_slice_with_stride_mut(
-                &mut h[j0 * n + j0 + k..],
-                rest,
-                m,
-                n,
-            )
-            .transpose_mut();
-            let par = if rest >= tuning.par_update_min_cols {
-                par
-            } else {
-                Par::Seq
-            };
-            apply_block_reflector_left(v, t, c, &mut ws.update, par);
+        let kn = nb.min(rest);
+        let vm = MatRef::from_column_major_slice(&v_cur[..m * k], m, k);
+        let tm = MatRef::from_column_major_slice(&t_cur[..k * k], k, k);
+        // The trailing block, rows j0.. and columns j0+k.., of the row-major
+        // matrix. (Built from the transposed column-major view: faer 0.24's
+        // `from_row_major_slice_with_stride_mut` swaps the strides.)
+        let c =
+            MatMut::from_column_major_slice_with_stride_mut(&mut h[j0 * n + j0 + k..], rest, m, n)
+                .transpose_mut();
+        let (mut c_next, c_rest) = c.split_at_col_mut(kn);
+        apply_block_reflector_left(vm, tm, c_next.rb_mut(), update, Par::Seq);
+        let next = c_next.submatrix_mut(k, 0, m - k, kn);
+        let tau_next = &mut tau[j0 + k..j0 + k + kn];
+        let par_rest = if rest - kn >= tuning.par_update_min_cols {
+            par
+        } else {
+            Par::Seq
+        };
+        let factor_next =
+            || factor_panel(next, panel, v_next, t_next, tau_next, panel_scratch, leaf);
+        let update_rest = || apply_block_reflector_left(vm, tm, c_rest, update, par_rest);
+        match par_rest {
+            Par::Seq => {
+                factor_next();
+                update_rest();
+            }
+            Par::Rayon(_) => {
+                rayon::join(factor_next, update_rest);
+            }
         }
+        std::mem::swap(&mut v_cur, &mut v_next);
+        std::mem::swap(&mut t_cur, &mut t_next);
         j0 += k;
+        k = kn;
     }
 }
 
-/// Copies `H[j0.., j0..j0+k]` (row-major, stride `n`) into the column-major
-/// `p` (column stride `n - j0`).
-fn gather_panel(h: &[f32], n: usize, j0: usize, k: usize, p: &mut [f32]) {
-    let m = n - j0;
+/// Factors the `m x k` panel `a` (a view into `H`): copies it to the
+/// column-major scratch `p`, factors it there into its reflectors, dense
+/// `V` (in `v`, column stride `m`) and `T` (in `t`, column stride `k`), and
+/// writes `R` and the reflectors back.
+fn factor_panel(
+    mut a: MatMut<'_, f32>,
+    p: &mut [f32],
+    v: &mut [f32],
+    t: &mut [f32],
+    tau: &mut [f32],
+    scratch: &mut [f32],
+    leaf: usize,
+) {
+    let (m, k) = a.shape();
+    let p = &mut p[..m * k];
+    // Row by row: `a` is a block of a row-major matrix.
     for i in 0..m {
-        let row = &h[(j0 + i) * n + j0..][..k];
-        for (c, &x) in row.iter().enumerate() {
-            p[c * m + i] = x;
+        for c in 0..k {
+            p[c * m + i] = a[(i, c)];
         }
     }
-}
-
-/// The inverse of [`gather_panel`].
-fn scatter_panel(p: &[f32], n: usize, j0: usize, k: usize, h: &mut [f32]) {
-    let m = n - j0;
+    panel_factor_wy(m, k, p, m, tau, &mut v[..m * k], m, t, k, scratch, leaf);
     for i in 0..m {
-        let row = &mut h[(j0 + i) * n + j0..][..k];
-        for (c, x) in row.iter_mut().enumerate() {
-            *x = p[c * m + i];
+        for c in 0..k {
+            a[(i, c)] = p[c * m + i];
         }
     }
 }
