@@ -36,14 +36,24 @@ pub struct Tuning {
 
 impl Default for Tuning {
     fn default() -> Self {
+        // Measured on the 2-core AMD EPYC (AVX-512) development machine,
+        // 2026-12-02; tables in docs/perf/qr-cpu.md. Outside the measured
+        // orders (n in 512..1024 for the wide block) the values are
+        // interpolated guesses, still correct, possibly not the fastest.
         Self {
+            // "small-n crossover": unblocked ties blocked at 48, loses at 64.
             small_n: 48,
+            // "block size": 32 best for n <= 512 (one thread).
             block: 32,
+            // "block size": 64 (or 96) best for n = 1024, 2048.
             wide_block: 64,
             wide_block_min_n: 1024,
+            // "panel algorithm": leaf 8 beats 16 and the column loop.
             panel_leaf: 8,
+            // "parallel split": batch-parallel wins already at 2 matrices.
             batch_parallel_min: 2,
-            par_update_min_cols: 256,
+            // "parallel split": inner-parallel updates pay off from ~128 columns.
+            par_update_min_cols: 128,
         }
     }
 }
