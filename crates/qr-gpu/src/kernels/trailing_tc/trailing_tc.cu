@@ -56,6 +56,9 @@
 #ifndef TC_MIN_BLOCKS
 #error "TC_MIN_BLOCKS (resident blocks per SM asked of the compiler) must be defined by the plan"
 #endif
+#ifndef TC_FLUSH
+#error "TC_FLUSH (16-row slabs per tensor-core partial of W; 0: one partial) must be defined by the plan"
+#endif
 #ifndef TC_VEC4
 #error "TC_VEC4 (1: A2 rows are 16-byte aligned, lda % 4 == 0) must be defined by the plan"
 #endif
@@ -69,6 +72,7 @@
 #define TC_LDW (TC_BN + 4)           // W / W2 rows in shared memory: 2-way reads at most
 #define TC_KPACK (TC_SPLIT == 0 ? 1 : 2)  // k8 steps per mma
 
+static_assert(TC_FLUSH >= 0, "TC_FLUSH is a slab count");
 static_assert(TC_SPLIT >= 0 && TC_SPLIT <= 2, "TC_SPLIT is 0, 1 or 2");
 static_assert(TC_BN == 32 || TC_BN == 64, "TC_BN is 32 or 64");
 static_assert(TC_WARPS == 4 || TC_WARPS == 8, "TC_WARPS is 4 or 8");
@@ -253,13 +257,26 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     }
 
     // ---- 1. W = V^T A2: warp `warp` takes 16-row slabs warp, warp + WARPS, ...
+    // The mma's float32 accumulation is not IEEE round-to-nearest: its error
+    // grows with the chain of products summed into one register. With
+    // TC_FLUSH > 0 the tensor cores sum only TC_FLUSH slabs into `acc`, which
+    // is then added to `tot` by ordinary (rounded) float32 adds.
     float acc[2][TC_NTW][4];
+#if TC_FLUSH > 0
+    float tot[2][TC_NTW][4];
+    int pending = 0;
+#endif
 #pragma unroll
     for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
         for (int nt = 0; nt < TC_NTW; ++nt)
 #pragma unroll
-            for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+            for (int i = 0; i < 4; ++i) {
+                acc[mt][nt][i] = 0.0f;
+#if TC_FLUSH > 0
+                tot[mt][nt][i] = 0.0f;
+#endif
+            }
 
     for (int r0 = warp * 16; r0 < nrow; r0 += TC_WARPS * 16) {
         // Rows r0 + 8s + 4e + tq: V columns 4g.., A2 columns 32q + 4g...
@@ -307,7 +324,29 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
                 for (int mt = 0; mt < 2; ++mt) tc_mma3(acc[mt][nt], ahi[mt], alo[mt], bhi, blo);
             }
         }
+#if TC_FLUSH > 0
+        if (++pending == TC_FLUSH) {
+            pending = 0;
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < TC_NTW; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        tot[mt][nt][i] += acc[mt][nt][i];
+                        acc[mt][nt][i] = 0.0f;
+                    }
+        }
+#endif
     }
+#if TC_FLUSH > 0
+#pragma unroll
+    for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+        for (int nt = 0; nt < TC_NTW; ++nt)
+#pragma unroll
+            for (int i = 0; i < 4; ++i) acc[mt][nt][i] += tot[mt][nt][i];
+#endif
 
     // Partials meet in a fixed order: the upper half of the warps hands its
     // sums to the lower half, which adds them, then all threads add the

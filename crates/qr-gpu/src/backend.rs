@@ -1,0 +1,231 @@
+//! `GpuBackend`: the host [`Backend`] (copies in and out) and the
+//! device-resident API that benchmarks time.
+
+use std::sync::Arc;
+
+use cudarc::driver::{CudaSlice, CudaStream};
+use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Info, QrError, Shape};
+
+use crate::bench::{self, Operands};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+use crate::factor;
+use crate::plan::{self, Plan, Strategy};
+use crate::probe::DeviceInfo;
+use crate::tuning::Tuning;
+use crate::workspace::{Buf, dptr};
+
+/// The CUDA engine as a qr-core [`Backend`] (name `"gpu"`).
+#[derive(Debug, Clone)]
+pub struct GpuBackend {
+    engine: Arc<Engine>,
+    forced: Option<Strategy>,
+    tuning: Tuning,
+}
+
+/// Outputs of a device-resident factorization, in device memory.
+#[derive(Debug)]
+pub struct DeviceFactorization {
+    /// The shape these buffers hold.
+    pub shape: Shape,
+    /// H, row-major like the input.
+    pub h: CudaSlice<f32>,
+    /// tau, `n` per matrix.
+    pub tau: CudaSlice<f32>,
+    /// One [`Info`] code per matrix, as `i32`.
+    pub info: CudaSlice<i32>,
+}
+
+fn alloc<T: cudarc::driver::DeviceRepr>(
+    stream: &Arc<CudaStream>,
+    len: usize,
+) -> Result<CudaSlice<T>, QrError> {
+    let mut b = Buf::<T>::default();
+    b.ensure(stream, len)?;
+    Ok(b.slice_mut().expect("ensure allocates").clone())
+}
+
+impl GpuBackend {
+    /// Opens device `ordinal`; fails with [`QrError::Unavailable`] when there
+    /// is no usable device or library. Never panics.
+    pub fn new(ordinal: usize) -> Result<Self, QrError> {
+        Ok(Self {
+            engine: Engine::new(ordinal)?,
+            forced: None,
+            tuning: Tuning::default(),
+        })
+    }
+
+    /// Forces `strategy` for every shape (`None` lets the planner choose).
+    pub fn with_strategy(mut self, strategy: Option<Strategy>) -> Self {
+        self.forced = strategy;
+        self
+    }
+
+    /// Replaces the planner's tuning constants.
+    pub fn with_tuning(mut self, tuning: Tuning) -> Self {
+        self.tuning = tuning;
+        self
+    }
+
+    /// The plan this backend uses for `shape`.
+    pub fn plan(&self, shape: Shape) -> Result<Plan, QrError> {
+        plan::plan(shape, self.engine.info(), &self.tuning, self.forced)
+    }
+
+    /// The device.
+    pub fn device(&self) -> &DeviceInfo {
+        self.engine.info()
+    }
+
+    /// The stream the device-resident API queues on.
+    pub fn stream(&self) -> &Arc<CudaStream> {
+        self.engine.stream()
+    }
+
+    /// Kernel modules compiled so far (each (family, defines, arch) once).
+    pub fn modules_compiled(&self) -> usize {
+        self.engine.modules_compiled()
+    }
+
+    /// Copies a host batch to a new device buffer.
+    pub fn upload(&self, a: &[f32]) -> Result<CudaSlice<f32>, QrError> {
+        let mut d = alloc::<f32>(self.stream(), a.len())?;
+        self.stream()
+            .memcpy_htod(a, &mut d.slice_mut(..a.len()))
+            .ctx("copying a batch to the device")?;
+        Ok(d)
+    }
+
+    /// Device outputs for `shape`.
+    pub fn alloc_outputs(&self, shape: Shape) -> Result<DeviceFactorization, QrError> {
+        Ok(DeviceFactorization {
+            shape,
+            h: alloc(self.stream(), shape.a_len())?,
+            tau: alloc(self.stream(), shape.tau_len())?,
+            info: alloc(self.stream(), shape.info_len())?,
+        })
+    }
+
+    /// Queues the factorization of the device batch `a` into `out` on
+    /// [`GpuBackend::stream`]; returns without waiting for the device.
+    pub fn geqrf_device(
+        &self,
+        a: &CudaSlice<f32>,
+        out: &mut DeviceFactorization,
+    ) -> Result<(), QrError> {
+        let shape = out.shape;
+        // Device buffers may be larger than the shape (reused allocations).
+        for (what, need, have) in [
+            ("a", shape.a_len(), a.len()),
+            ("h", shape.a_len(), out.h.len()),
+            ("tau", shape.tau_len(), out.tau.len()),
+            ("info", shape.info_len(), out.info.len()),
+        ] {
+            if have < need {
+                Shape::check_len(what, need, have)?;
+            }
+        }
+        let s = self.stream();
+        let ops = Operands {
+            a: dptr(a, s),
+            h: dptr(&out.h, s),
+            tau: dptr(&out.tau, s),
+            info: dptr(&out.info, s),
+        };
+        self.run(shape, ops)
+    }
+
+    fn run(&self, shape: Shape, ops: Operands) -> Result<(), QrError> {
+        let plan = self.plan(shape)?;
+        factor::geqrf(&self.engine, &plan, shape, ops.a, ops.h, ops.tau, ops.info)
+    }
+
+    /// Copies device outputs back into host buffers (waits for the stream).
+    pub fn download(&self, dev: &DeviceFactorization, mut out: BatchMut<'_>) -> Result<(), QrError> {
+        let shape = dev.shape;
+        if out.shape() != shape {
+            return Err(QrError::Unsupported {
+                message: format!("downloading {} into outputs of {}", shape, out.shape()),
+            });
+        }
+        let (h, tau, info) = out.parts();
+        let s = self.stream();
+        s.memcpy_dtoh(&dev.h.slice(..shape.a_len()), h).ctx("copying H back")?;
+        s.memcpy_dtoh(&dev.tau.slice(..shape.tau_len()), tau).ctx("copying tau back")?;
+        let mut codes = vec![0i32; shape.info_len()];
+        s.memcpy_dtoh(&dev.info.slice(..shape.info_len()), &mut codes).ctx("copying info back")?;
+        self.engine.synchronize()?;
+        for (i, c) in info.iter_mut().zip(codes) {
+            *i = Info(c);
+        }
+        Ok(())
+    }
+}
+
+impl Backend for GpuBackend {
+    fn name(&self) -> &str {
+        "gpu"
+    }
+
+    fn describe(&self) -> String {
+        match self.forced {
+            Some(s) => format!("gpu: {} (strategy {s} forced)", self.engine.info()),
+            None => format!("gpu: {}", self.engine.info()),
+        }
+    }
+
+    fn geqrf_into(&self, a: BatchRef<'_>, mut out: BatchMut<'_>) -> Result<(), QrError> {
+        let shape = a.shape();
+        if out.shape() != shape {
+            return Err(QrError::Unsupported {
+                message: format!("input of {} with outputs of {}", shape, out.shape()),
+            });
+        }
+        if shape.is_empty() {
+            out.parts().2.fill(Info::OK);
+            return Ok(());
+        }
+        let s = self.stream();
+        let mut st = self.engine.staging();
+        let ops = Operands {
+            a: st.a.ensure(s, shape.a_len())?,
+            h: st.h.ensure(s, shape.a_len())?,
+            tau: st.tau.ensure(s, shape.tau_len())?,
+            info: st.info.ensure(s, shape.info_len())?,
+        };
+        let dev_a = st.a.slice_mut().expect("ensured");
+        s.memcpy_htod(a.as_slice(), &mut dev_a.slice_mut(..shape.a_len()))
+            .ctx("copying the batch to the device")?;
+        self.run(shape, ops)?;
+        let (h, tau, info) = out.parts();
+        let dh = st.h.slice_mut().expect("ensured");
+        s.memcpy_dtoh(&dh.slice(..shape.a_len()), h).ctx("copying H back")?;
+        let dt = st.tau.slice_mut().expect("ensured");
+        s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau).ctx("copying tau back")?;
+        let mut codes = vec![0i32; shape.info_len()];
+        let di = st.info.slice_mut().expect("ensured");
+        s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes).ctx("copying info back")?;
+        self.engine.synchronize()?;
+        for (i, c) in info.iter_mut().zip(codes) {
+            *i = Info(c);
+        }
+        Ok(())
+    }
+
+    fn bench(
+        &self,
+        shape: Shape,
+        inputs: &[&[f32]],
+        opts: &BenchOptions,
+    ) -> Result<BenchTiming, QrError> {
+        if shape.is_empty() {
+            return Err(QrError::Unsupported {
+                message: "benchmarking an empty shape".into(),
+            });
+        }
+        // Plan (and compile) before timing, so errors surface here.
+        self.plan(shape)?;
+        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| self.run(shape, ops))
+    }
+}

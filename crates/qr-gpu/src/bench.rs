@@ -1,0 +1,117 @@
+//! The device-event benchmark shared by the engine and its peers: inputs
+//! uploaded once, L2 evicted before each repetition, CUDA events around one
+//! pass over all inputs.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use cudarc::driver::CudaSlice;
+use cudarc::driver::sys::CUevent_flags;
+use qr_core::{BenchOptions, BenchTiming, QrError, Shape};
+
+use crate::engine::Engine;
+use crate::error::DriverContext;
+use crate::workspace::{Buf, alloc_error, dptr};
+
+/// Bytes written before each repetition: at least 256 MiB, several times the
+/// H200's 60 MiB L2 (and at least four times the device's own).
+pub(crate) fn flush_bytes(engine: &Engine, opts: &BenchOptions) -> usize {
+    if opts.flush_bytes == 0 {
+        0
+    } else {
+        opts.flush_bytes
+            .max(256 << 20)
+            .max(4 * engine.info().l2_bytes)
+    }
+}
+
+/// Device pointers of one factorization's operands.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Operands {
+    /// Input batch.
+    pub a: u64,
+    /// H.
+    pub h: u64,
+    /// tau.
+    pub tau: u64,
+    /// info.
+    pub info: u64,
+}
+
+/// Times `run` over `inputs` (all of `shape`) with device events.
+pub(crate) fn device_bench(
+    engine: &Arc<Engine>,
+    shape: Shape,
+    inputs: &[&[f32]],
+    opts: &BenchOptions,
+    run: &dyn Fn(Operands) -> Result<(), QrError>,
+) -> Result<BenchTiming, QrError> {
+    for a in inputs {
+        Shape::check_len("a", shape.a_len(), a.len())?;
+    }
+    let stream = engine.stream();
+    let mut devs: Vec<CudaSlice<f32>> = Vec::with_capacity(inputs.len());
+    for a in inputs {
+        let mut d = Buf::<f32>::default();
+        d.ensure(stream, a.len())?;
+        let s = d.slice_mut().expect("ensure allocates");
+        stream
+            .memcpy_htod(*a, &mut s.slice_mut(..a.len()))
+            .ctx("uploading a benchmark input")?;
+        devs.push(s.clone());
+    }
+    let (mut h, mut tau, mut info) = (Buf::<f32>::default(), Buf::<f32>::default(), Buf::<i32>::default());
+    let hp = h.ensure(stream, shape.a_len())?;
+    let tp = tau.ensure(stream, shape.tau_len())?;
+    let ip = info.ensure(stream, shape.info_len())?;
+    let flush_len = flush_bytes(engine, opts) / 4;
+    let mut flush = Buf::<u32>::default();
+    let fp = if flush_len > 0 {
+        flush.ensure(stream, flush_len).map_err(|e| match e {
+            QrError::OutOfMemory { .. } => alloc_error::<u32>(flush_len, cudarc::driver::DriverError(
+                cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+            )),
+            other => other,
+        })?
+    } else {
+        0
+    };
+    let pass = || -> Result<(), QrError> {
+        for d in &devs {
+            run(Operands {
+                a: dptr(d, stream),
+                h: hp,
+                tau: tp,
+                info: ip,
+            })?;
+        }
+        Ok(())
+    };
+    for _ in 0..opts.warmup {
+        pass()?;
+    }
+    engine.synchronize()?;
+    let ctx = engine.context();
+    let start = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .ctx("creating a timing event")?;
+    let end = ctx
+        .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
+        .ctx("creating a timing event")?;
+    let mut samples = Vec::new();
+    let began = Instant::now();
+    let mut round = 0u32;
+    while !BenchTiming::should_stop(&samples, began, opts) {
+        round = round.wrapping_add(1);
+        if flush_len > 0 {
+            engine.memset_u32(fp, round, flush_len)?;
+        }
+        start.record(stream).ctx("recording the start event")?;
+        pass()?;
+        end.record(stream).ctx("recording the end event")?;
+        end.synchronize().ctx("waiting for the end event")?;
+        let ms = start.elapsed_ms(&end).ctx("reading the events")? as f64;
+        samples.push(ms * 1e-3 / inputs.len().max(1) as f64);
+    }
+    Ok(BenchTiming::from_samples(&samples, "cuda-events"))
+}

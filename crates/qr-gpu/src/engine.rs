@@ -1,0 +1,139 @@
+//! The engine: one context and stream on one device, the compiled-module
+//! cache, the cuBLAS handle and the reusable workspace.
+
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+
+use cudarc::cublas::CudaBlas;
+use cudarc::cublas::sys::{cublasHandle_t, cublasMath_t};
+use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use qr_core::QrError;
+
+use crate::error::{DriverContext, blas};
+use crate::kernels::KernelSource;
+use crate::module_cache::ModuleCache;
+use crate::probe::{self, DeviceInfo};
+use crate::workspace::{Staging, Workspace};
+
+/// Everything long-lived that the kernels and libraries need.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    info: DeviceInfo,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    blas: CudaBlas,
+    cache: ModuleCache,
+    workspace: Mutex<Workspace>,
+    staging: Mutex<Staging>,
+}
+
+impl Engine {
+    /// Opens device `ordinal`: checks the libraries, creates the context,
+    /// stream and cuBLAS handle. Compiles nothing yet.
+    pub(crate) fn new(ordinal: usize) -> Result<Arc<Self>, QrError> {
+        let info = probe::probe_device(ordinal)?;
+        probe::check_cublas()?;
+        let ctx = CudaContext::new(ordinal).ctx("creating the CUDA context")?;
+        // SAFETY: the engine uses a single stream and orders every access
+        // itself, so cudarc's per-buffer events are not needed.
+        unsafe { ctx.disable_event_tracking() };
+        let stream = ctx.new_stream().ctx("creating the engine's stream")?;
+        let cublas = blas(CudaBlas::new(stream.clone()), "creating the cuBLAS handle")?;
+        // Full float32 products: the default math mode, never TF32, whose
+        // 10-bit mantissa would break the factor-residual gate.
+        // SAFETY: the handle is live and owned by `cublas`.
+        blas(
+            unsafe {
+                cudarc::cublas::sys::cublasSetMathMode(
+                    *cublas.handle(),
+                    cublasMath_t::CUBLAS_DEFAULT_MATH,
+                )
+            }
+            .result(),
+            "setting cuBLAS's math mode",
+        )?;
+        Ok(Arc::new(Self {
+            info,
+            ctx,
+            stream,
+            blas: cublas,
+            cache: ModuleCache::default(),
+            workspace: Mutex::new(Workspace::default()),
+            staging: Mutex::new(Staging::default()),
+        }))
+    }
+
+    /// The device's description.
+    pub(crate) fn info(&self) -> &DeviceInfo {
+        &self.info
+    }
+
+    /// The context.
+    pub(crate) fn context(&self) -> &Arc<CudaContext> {
+        &self.ctx
+    }
+
+    /// The stream every operation is queued on.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.stream
+    }
+
+    /// The raw cuBLAS handle (bound to the engine's stream).
+    pub(crate) fn blas_handle(&self) -> cublasHandle_t {
+        *self.blas.handle()
+    }
+
+    /// Entry point `entry` of `src` with `defines`, compiled for this device.
+    pub(crate) fn function(
+        &self,
+        src: &KernelSource,
+        defines: &[(String, String)],
+        entry: &'static str,
+    ) -> Result<CudaFunction, QrError> {
+        Ok(self
+            .cache
+            .function(&self.ctx, src, defines, self.info.compute_capability, entry)?)
+    }
+
+    /// Modules compiled so far.
+    pub(crate) fn modules_compiled(&self) -> usize {
+        self.cache.len()
+    }
+
+    /// The blocked paths' scratch.
+    pub(crate) fn workspace(&self) -> MutexGuard<'_, Workspace> {
+        self.workspace.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The host API's staging buffers.
+    pub(crate) fn staging(&self) -> MutexGuard<'_, Staging> {
+        self.staging.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Queues `count` 32-bit words of `value` at `dst`.
+    pub(crate) fn memset_u32(&self, dst: u64, value: u32, count: usize) -> Result<(), QrError> {
+        self.ctx.bind_to_thread().ctx("binding the context")?;
+        // SAFETY: `dst` addresses at least `count` words owned by the caller.
+        unsafe { cudarc::driver::sys::cuMemsetD32Async(dst, value, count, self.stream.cu_stream()) }
+            .result()
+            .ctx("cuMemsetD32Async")?;
+        Ok(())
+    }
+
+    /// Queues a device-to-device copy of `bytes`.
+    pub(crate) fn copy_dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<(), QrError> {
+        self.ctx.bind_to_thread().ctx("binding the context")?;
+        // SAFETY: both ranges are `bytes` long, owned by the caller, disjoint.
+        unsafe {
+            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, self.stream.cu_stream())
+        }
+        .result()
+        .ctx("cuMemcpyDtoDAsync")?;
+        Ok(())
+    }
+
+    /// Waits for everything queued so far.
+    pub(crate) fn synchronize(&self) -> Result<(), QrError> {
+        self.stream.synchronize().ctx("synchronizing the stream")?;
+        Ok(())
+    }
+}

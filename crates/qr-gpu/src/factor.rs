@@ -1,0 +1,39 @@
+//! The device-resident factorization: every step queued on the engine's
+//! stream, no host synchronization.
+
+use qr_core::{QrError, Shape};
+
+use crate::blocked;
+use crate::engine::Engine;
+use crate::kernels::{smem, util};
+use crate::plan::{Plan, Strategy};
+
+/// Factors the batch at `a` into `h`, `tau` and `info` (device pointers of
+/// `shape`'s lengths) as `plan` says.
+pub(crate) fn geqrf(
+    engine: &Engine,
+    plan: &Plan,
+    shape: Shape,
+    a: u64,
+    h: u64,
+    tau: u64,
+    info: u64,
+) -> Result<(), QrError> {
+    if shape.batch() == 0 {
+        return Ok(());
+    }
+    if shape.n() == 0 {
+        return engine.memset_u32(info, 0, shape.batch());
+    }
+    // Flag non-finite matrices first; they are factored with the rest (NaN
+    // only flows through their own blocks) and overwritten with NaN last.
+    util::nonfinite(engine, shape, a, info)?;
+    match plan.strategy {
+        Strategy::Smem => smem::launch(engine, shape, plan.tpc, plan.threads, a, h, tau)?,
+        Strategy::Blocked | Strategy::Large => {
+            engine.copy_dtod(h, a, shape.a_bytes())?;
+            blocked::factor(engine, plan, shape, h, tau)?;
+        }
+    }
+    util::nanfill(engine, shape, h, tau, info)
+}

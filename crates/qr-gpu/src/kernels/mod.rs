@@ -1,0 +1,86 @@
+//! Kernel families: each is a `.cu` file next to the Rust module that
+//! launches it, embedded behind the shared header-free `prelude.cu`, with
+//! entry points named `<family>_<variant>_f32` and compile-time constants
+//! passed as `-D` defines from the plan.
+
+pub(crate) mod panel;
+pub(crate) mod smem;
+pub(crate) mod util;
+
+/// One embedded kernel family.
+#[derive(Debug)]
+pub(crate) struct KernelSource {
+    /// Family name, also the module cache's key and the NVRTC program name.
+    pub family: &'static str,
+    /// `prelude.cu` followed by the family's own source.
+    pub source: &'static str,
+    /// Entry points its launcher loads.
+    pub entries: &'static [&'static str],
+    /// Names of the `-D` defines the source requires.
+    pub defines: &'static [&'static str],
+}
+
+/// Every family, for the source checks.
+#[cfg(test)]
+pub(crate) const ALL: &[&KernelSource] = &[&smem::SOURCE, &panel::SOURCE, &util::SOURCE];
+
+/// Grid size as the driver wants it; shapes are validated long before, so a
+/// value past `u32` is a planning bug reported as an error, not a panic.
+pub(crate) fn grid_dim(x: usize) -> Result<u32, qr_core::QrError> {
+    u32::try_from(x).map_err(|_| qr_core::QrError::Unsupported {
+        message: format!("a grid dimension of {x} blocks exceeds what CUDA can launch"),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// A source defines entry `name` when it holds `__global__ ... name(`.
+    fn defines_entry(src: &str, name: &str) -> bool {
+        src.match_indices(name).any(|(i, _)| {
+            let before = &src[..i];
+            let after = &src[i + name.len()..];
+            let decl_start = before.rfind(';').or(before.rfind('}')).unwrap_or(0);
+            before[decl_start..].contains("extern \"C\" __global__")
+                && after.trim_start().starts_with('(')
+        })
+    }
+
+    #[test]
+    fn every_loaded_entry_point_is_in_its_source() {
+        for fam in ALL {
+            for entry in fam.entries {
+                assert!(
+                    entry.starts_with(&format!("{}_", fam.family)) && entry.ends_with("_f32"),
+                    "{entry} is not named <family>_<variant>_f32"
+                );
+                assert!(
+                    defines_entry(fam.source, entry),
+                    "{entry} is not a kernel of {}",
+                    fam.family
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn every_required_define_is_checked_by_its_source() {
+        for fam in ALL {
+            for d in fam.defines {
+                assert!(
+                    fam.source.contains(&format!("#ifndef {d}")),
+                    "{} does not check {d}",
+                    fam.family
+                );
+            }
+        }
+    }
+
+    #[test]
+    fn sources_are_header_free() {
+        for fam in ALL {
+            assert!(!fam.source.contains("#include"), "{} includes a header", fam.family);
+        }
+    }
+}

@@ -1,0 +1,121 @@
+//! Launcher of the panel factorization of the `blocked` and `large` paths.
+
+use cudarc::driver::sys::CUfunction_attribute as FnAttr;
+use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use qr_core::QrError;
+
+use super::{KernelSource, grid_dim};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+const FACTOR: &str = "panel_factor_f32";
+
+pub(crate) const SOURCE: KernelSource = KernelSource {
+    family: "panel",
+    source: concat!(include_str!("../prelude.cu"), include_str!("panel.cu")),
+    entries: &[FACTOR],
+    defines: &["PANEL_THREADS", "PANEL_LD"],
+};
+
+/// Panel width; the kernel maps one lane to one panel column.
+pub(crate) const NB: usize = 32;
+/// Shared-memory leading dimension of a panel row: odd, so that the lanes
+/// of a warp reading one column down the rows hit distinct banks.
+pub(crate) const LD: usize = NB + 1;
+/// Shared-memory bytes per panel row.
+pub(crate) const ROW_BYTES: usize = LD * std::mem::size_of::<f32>();
+
+/// The `-D` defines of this family for blocks of `threads`.
+pub(crate) fn defines(threads: u32) -> Vec<(String, String)> {
+    vec![
+        ("PANEL_THREADS".to_string(), threads.to_string()),
+        ("PANEL_LD".to_string(), LD.to_string()),
+    ]
+}
+
+/// Device buffers one panel launch reads and writes.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct PanelBuffers {
+    /// The matrices being factored in place (batch * n * n).
+    pub h: u64,
+    /// Explicit V per matrix (n * NB).
+    pub v: u64,
+    /// T per matrix (NB * NB).
+    pub t: u64,
+    /// tau (batch * n).
+    pub tau: u64,
+    /// Cross-block partial sums (batch * 2 * groups * NB doubles).
+    pub partials: u64,
+    /// The diagonal row of the current reflector (batch * 2 * NB floats).
+    pub rowbuf: u64,
+    /// Barrier counters (batch), zeroed before the factorization.
+    pub counters: u64,
+}
+
+/// The compiled panel kernel for blocks of `threads`, its shared-memory limit
+/// raised to `max_rows` rows.
+pub(crate) fn function(
+    engine: &Engine,
+    threads: u32,
+    max_rows: usize,
+) -> Result<CudaFunction, QrError> {
+    let f = engine.function(&SOURCE, &defines(threads), FACTOR)?;
+    f.set_attribute(
+        FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        (max_rows * ROW_BYTES) as i32,
+    )
+    .ctx("raising the shared-memory limit of panel_factor_f32")?;
+    Ok(f)
+}
+
+/// One panel launch: columns `p..p + w` of matrices `mat0..mat0 + mats`, rows
+/// split over `groups` blocks per matrix.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch(
+    engine: &Engine,
+    f: &CudaFunction,
+    threads: u32,
+    groups: u32,
+    n: usize,
+    p: usize,
+    w: usize,
+    mat0: usize,
+    mats: usize,
+    buf: &PanelBuffers,
+) -> Result<(), QrError> {
+    let nrow = n - p;
+    let chunk = nrow.div_ceil(groups as usize);
+    let cfg = LaunchConfig {
+        grid_dim: (groups, grid_dim(mats)?, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: (chunk * ROW_BYTES) as u32,
+    };
+    let (n, p, w, g, m0) = (n as i32, p as i32, w as i32, groups as i32, mat0 as i32);
+    let mut b = engine.stream().launch_builder(f);
+    b.arg(&buf.h)
+        .arg(&buf.v)
+        .arg(&buf.t)
+        .arg(&buf.tau)
+        .arg(&buf.partials)
+        .arg(&buf.rowbuf)
+        .arg(&buf.counters)
+        .arg(&n)
+        .arg(&p)
+        .arg(&w)
+        .arg(&g)
+        .arg(&m0);
+    if groups == 1 {
+        // SAFETY: every buffer is sized for the whole batch by the workspace
+        // (h: batch*n*n, v: batch*n*NB, t: batch*NB*NB, tau: batch*n); the
+        // blocks touch only matrices mat0..mat0+mats, which lie in the batch,
+        // and the dynamic shared memory holds `chunk` rows as the kernel expects.
+        unsafe { b.launch(cfg) }.ctx("launching panel_factor_f32")?;
+    } else {
+        // SAFETY: as above, plus the partial-sum, row and counter buffers
+        // sized for `groups`; the cooperative launch guarantees the blocks
+        // of one matrix are co-resident, which their barrier relies on (the
+        // caller sized `mats` from the occupancy so that the launch fits).
+        unsafe { b.launch_cooperative(cfg) }.ctx("cooperative launch of panel_factor_f32")?;
+    }
+    Ok(())
+}

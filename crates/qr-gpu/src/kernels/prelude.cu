@@ -1,0 +1,55 @@
+// Shared prelude of every qr-gpu kernel family, joined in front of each
+// family's source. NVRTC on a stock driver finds no CUDA headers, so nothing
+// here includes one: only NVRTC's built-ins (barriers, shuffles, atomics and
+// the device math library) are used.
+
+typedef unsigned int u32;
+
+// Quiet NaN, the fill of a matrix flagged as non-finite.
+__device__ __forceinline__ float qr_nan_f32() { return __int_as_float(0x7fc00000); }
+
+// One Householder reflector in geqrf's convention, from alpha = x[0] and
+// xn2 = ||x[1..]||^2 accumulated in double. Squares of float32 normals can
+// neither overflow nor underflow in double, so this is the scaled norm LAPACK's
+// slarfg gets by rescaling, without the rescaling loop.
+struct Reflector {
+    float beta;   // R[j][j]
+    float tau;    // (beta - alpha) / beta, 0 when x[1..] is exactly zero
+    float scale;  // 1 / (alpha - beta): v[1..] = x[1..] * scale
+};
+
+__device__ __forceinline__ Reflector make_reflector(float alpha, double xn2) {
+    Reflector r;
+    if (xn2 == 0.0) {
+        r.beta = alpha;
+        r.tau = 0.0f;
+        r.scale = 0.0f;
+    } else {
+        double a = (double)alpha;
+        double beta = -copysign(sqrt(a * a + xn2), a);
+        r.beta = (float)beta;
+        r.tau = (float)((beta - a) / beta);
+        r.scale = (float)(1.0 / (a - beta));
+    }
+    return r;
+}
+
+__device__ __forceinline__ double warp_sum_f64(double v) {
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
+    return v;
+}
+
+// Sum of one double per thread over the whole block, in a fixed order, so
+// that every thread (and every run) gets the same bits. `scratch` holds 32
+// doubles; the leading barrier lets the caller reuse it back to back.
+__device__ double block_sum_f64(double v, double* scratch) {
+    v = warp_sum_f64(v);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const int nwarps = (blockDim.x + 31) >> 5;
+    __syncthreads();
+    if (lane == 0) scratch[warp] = v;
+    __syncthreads();
+    double t = 0.0;
+    for (int w = 0; w < nwarps; ++w) t += scratch[w];
+    return t;
+}

@@ -1,0 +1,60 @@
+//! Launcher of the whole-matrix shared-memory kernel (strategy `smem`).
+
+use cudarc::driver::sys::CUfunction_attribute as FnAttr;
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use qr_core::{QrError, Shape};
+
+use super::{KernelSource, grid_dim};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+const HOUSEHOLDER: &str = "smem_householder_f32";
+
+pub(crate) const SOURCE: KernelSource = KernelSource {
+    family: "smem",
+    source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
+    entries: &[HOUSEHOLDER],
+    defines: &["SMEM_TPC"],
+};
+
+/// Dynamic shared memory for one `n x n` matrix with the odd leading dimension.
+pub(crate) fn smem_bytes(n: usize) -> usize {
+    n * (n | 1) * std::mem::size_of::<f32>()
+}
+
+/// The `-D` defines of this family for `tpc` threads per column.
+pub(crate) fn defines(tpc: u32) -> Vec<(String, String)> {
+    vec![("SMEM_TPC".to_string(), tpc.to_string())]
+}
+
+/// Factors every matrix of `a` into `h` and `tau` (device pointers).
+pub(crate) fn launch(
+    engine: &Engine,
+    shape: Shape,
+    tpc: u32,
+    threads: u32,
+    a: u64,
+    h: u64,
+    tau: u64,
+) -> Result<(), QrError> {
+    let f = engine.function(&SOURCE, &defines(tpc), HOUSEHOLDER)?;
+    let smem = smem_bytes(shape.n());
+    f.set_attribute(
+        FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+        smem as i32,
+    )
+    .ctx("raising the shared-memory limit of smem_householder_f32")?;
+    let cfg = LaunchConfig {
+        grid_dim: (grid_dim(shape.batch())?, 1, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: smem as u32,
+    };
+    let n = shape.n() as i32;
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&a).arg(&h).arg(&tau).arg(&n);
+    // SAFETY: `a` and `h` hold batch * n * n floats and `tau` batch * n; the
+    // block size is a multiple of `tpc` and the dynamic shared memory is the
+    // matrix's padded size, as the kernel expects.
+    unsafe { b.launch(cfg) }.ctx("launching smem_householder_f32")?;
+    Ok(())
+}

@@ -1,0 +1,78 @@
+//! Batch-wide helpers: non-finite detection, NaN fill and transposes.
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use qr_core::{QrError, Shape};
+
+use super::{KernelSource, grid_dim};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+const NONFINITE: &str = "util_nonfinite_f32";
+const NANFILL: &str = "util_nanfill_f32";
+const TRANSPOSE: &str = "util_transpose_f32";
+
+pub(crate) const SOURCE: KernelSource = KernelSource {
+    family: "util",
+    source: concat!(include_str!("../prelude.cu"), include_str!("util.cu")),
+    entries: &[NONFINITE, NANFILL, TRANSPOSE],
+    defines: &[],
+};
+
+/// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
+pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Result<(), QrError> {
+    let f = engine.function(&SOURCE, &[], NONFINITE)?;
+    let n = shape.n() as i32;
+    let cfg = LaunchConfig {
+        grid_dim: (grid_dim(shape.batch())?, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&a).arg(&info).arg(&n);
+    // SAFETY: `a` holds batch * n * n floats and `info` batch ints (the
+    // caller's buffers, checked against `shape`); the kernel reads and writes
+    // only within those bounds.
+    unsafe { b.launch(cfg) }.ctx("launching util_nonfinite_f32")?;
+    Ok(())
+}
+
+/// Fills `h` and `tau` of every matrix with a non-zero `info` with NaN.
+pub(crate) fn nanfill(
+    engine: &Engine,
+    shape: Shape,
+    h: u64,
+    tau: u64,
+    info: u64,
+) -> Result<(), QrError> {
+    let f = engine.function(&SOURCE, &[], NANFILL)?;
+    let n = shape.n() as i32;
+    let per_matrix = shape.matrix_len().div_ceil(256 * 8).clamp(1, 64);
+    let cfg = LaunchConfig {
+        grid_dim: (per_matrix as u32, grid_dim(shape.batch())?, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&h).arg(&tau).arg(&info).arg(&n);
+    // SAFETY: `h` holds batch * n * n floats, `tau` batch * n and `info`
+    // batch ints; the kernel stays within them.
+    unsafe { b.launch(cfg) }.ctx("launching util_nanfill_f32")?;
+    Ok(())
+}
+
+/// `dst[b] = src[b]^T` for every matrix (row-major <-> column-major).
+pub(crate) fn transpose(engine: &Engine, shape: Shape, src: u64, dst: u64) -> Result<(), QrError> {
+    let f = engine.function(&SOURCE, &[], TRANSPOSE)?;
+    let n = shape.n() as i32;
+    let tiles = grid_dim(shape.n().div_ceil(32))?;
+    let cfg = LaunchConfig {
+        grid_dim: (tiles, tiles, grid_dim(shape.batch())?),
+        block_dim: (32, 8, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&src).arg(&dst).arg(&n);
+    // SAFETY: both buffers hold batch * n * n floats and do not overlap.
+    unsafe { b.launch(cfg) }.ctx("launching util_transpose_f32")?;
+    Ok(())
+}

@@ -1,0 +1,46 @@
+//! The CUDA engine of qr-rs: batched Householder QR in LAPACK's `geqrf` form
+//! (see `qr_core` for the convention) on NVIDIA GPUs.
+//!
+//! - [`probe`] finds a device without panicking when no CUDA library is
+//!   present (cudarc loads everything dynamically, so this crate builds and
+//!   its CPU-side tests run anywhere).
+//! - [`GpuBackend`] is the host [`qr_core::Backend`] and the device-resident
+//!   API ([`GpuBackend::geqrf_device`]) that its `bench` times with CUDA events.
+//! - A [`Plan`] names the [`Strategy`] chosen for a shape from the device's
+//!   properties ([`plan`], thresholds in [`Tuning`]); it prints and can be forced.
+//! - Kernels are `.cu` sources next to their launchers, compiled by NVRTC for
+//!   the device's own architecture, header-free.
+//! - [`peers`] wraps cuSOLVER and cuBLAS's batched QR for comparison.
+//!
+//! Strategies: `smem` (whole matrix in one block's shared memory, unblocked),
+//! `blocked` (32-column compact-WY panels in shared memory, trailing update
+//! through cuBLAS SGEMM in full float32) and `large` (the same with each
+//! panel's rows split over several co-resident blocks). Norms accumulate in
+//! double, so inputs anywhere in the float32 normal range factor.
+
+#![warn(missing_docs)]
+
+mod backend;
+mod bench;
+mod blocked;
+mod engine;
+mod error;
+mod factor;
+mod kernels;
+mod module_cache;
+mod nvrtc;
+pub mod peers;
+mod plan;
+mod probe;
+mod tuning;
+mod workspace;
+
+pub use backend::{DeviceFactorization, GpuBackend};
+pub use error::GpuError;
+pub use plan::{PanelPlan, Plan, Strategy, panel_fit_rows, plan, smem_fit_n};
+pub use probe::{DeviceInfo, probe, probe_device};
+pub use tuning::Tuning;
+
+/// cudarc, re-exported so that callers of the device-resident API name the
+/// same buffer and stream types.
+pub use cudarc;

@@ -1,0 +1,98 @@
+//! The engine's compiled-module cache, keyed by (kernel family, defines,
+//! architecture): each combination is compiled and loaded once per engine.
+
+use std::collections::HashMap;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
+
+use crate::error::{DriverContext, GpuError};
+use crate::kernels::KernelSource;
+use crate::nvrtc;
+
+/// What identifies one compiled module.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct ModuleKey {
+    /// Kernel family (`"smem"`, `"panel"`, `"util"`).
+    pub family: &'static str,
+    /// `-D` defines, in the order the plan emits them.
+    pub defines: Vec<(String, String)>,
+    /// Compute capability compiled for.
+    pub arch: (i32, i32),
+}
+
+/// Loaded modules and the functions taken from them.
+#[derive(Debug, Default)]
+pub(crate) struct ModuleCache {
+    modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
+    functions: Mutex<HashMap<(ModuleKey, &'static str), CudaFunction>>,
+}
+
+impl ModuleCache {
+    /// Entry point `entry` of `src` compiled with `defines` for `arch`,
+    /// compiling and loading the module on first use.
+    pub(crate) fn function(
+        &self,
+        ctx: &Arc<CudaContext>,
+        src: &KernelSource,
+        defines: &[(String, String)],
+        arch: (i32, i32),
+        entry: &'static str,
+    ) -> Result<CudaFunction, GpuError> {
+        let names: Vec<&str> = defines.iter().map(|(k, _)| k.as_str()).collect();
+        if !src.entries.contains(&entry) || names != src.defines {
+            return Err(GpuError::Compile {
+                family: src.family,
+                options: crate::nvrtc::options(defines, arch),
+                log: format!(
+                    "launcher asked for `{entry}` with defines {names:?}; the source has {:?} and checks {:?}",
+                    src.entries, src.defines
+                ),
+            });
+        }
+        let key = ModuleKey {
+            family: src.family,
+            defines: defines.to_vec(),
+            arch,
+        };
+        let fkey = (key.clone(), entry);
+        if let Some(f) = self
+            .functions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .get(&fkey)
+        {
+            return Ok(f.clone());
+        }
+        let module = {
+            let mut modules = self.modules.lock().unwrap_or_else(PoisonError::into_inner);
+            match modules.get(&key) {
+                Some(m) => m.clone(),
+                None => {
+                    let ptx = nvrtc::compile(src, defines, arch)?;
+                    let m = ctx
+                        .load_module(ptx)
+                        .ctx(&format!("loading module `{}`", src.family))?;
+                    modules.insert(key, m.clone());
+                    m
+                }
+            }
+        };
+        let f = module
+            .load_function(entry)
+            .ctx(&format!("loading function `{entry}`"))?;
+        self.functions
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .insert(fkey, f.clone());
+        Ok(f)
+    }
+
+    /// Number of modules compiled so far.
+    pub(crate) fn len(&self) -> usize {
+        self.modules
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .len()
+    }
+}

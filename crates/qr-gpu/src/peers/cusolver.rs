@@ -1,0 +1,137 @@
+//! cuSOLVER's dense `Sgeqrf`, one call per matrix, with its workspace query.
+
+use std::ffi::c_int;
+use std::sync::{Arc, Mutex, PoisonError};
+
+use cudarc::cusolver::DnHandle;
+use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, QrError, Shape};
+
+use super::host_round_trip;
+use crate::bench::{self, Operands};
+use crate::engine::Engine;
+use crate::error::solver;
+use crate::kernels::util;
+use crate::probe;
+use crate::workspace::Buf;
+
+/// `cusolverDnSgeqrf` looped over the batch (name `"cusolver"`).
+#[derive(Debug)]
+pub struct CusolverBackend {
+    engine: Arc<Engine>,
+    handle: DnHandle,
+    scratch: Mutex<Scratch>,
+}
+
+#[derive(Debug, Default)]
+struct Scratch {
+    colmajor: Buf<f32>,
+    work: Buf<f32>,
+    dev_info: Buf<i32>,
+    lwork: Option<(usize, c_int)>,
+}
+
+impl CusolverBackend {
+    /// Opens device `ordinal` with a cuSOLVER handle on the engine's stream.
+    pub fn new(ordinal: usize) -> Result<Self, QrError> {
+        let engine = Engine::new(ordinal)?;
+        probe::check_cusolver()?;
+        let handle = solver(
+            DnHandle::new(engine.stream().clone()),
+            "creating the cuSOLVER handle",
+        )?;
+        Ok(Self {
+            engine,
+            handle,
+            scratch: Mutex::new(Scratch::default()),
+        })
+    }
+
+    fn run(&self, shape: Shape, ops: Operands) -> Result<(), QrError> {
+        let e = &self.engine;
+        let n = shape.n();
+        let ni = c_int::try_from(n).map_err(|_| QrError::Unsupported {
+            message: format!("n = {n} exceeds cuSOLVER's int"),
+        })?;
+        let mut sc = self.scratch.lock().unwrap_or_else(PoisonError::into_inner);
+        let s = e.stream();
+        let cm = sc.colmajor.ensure(s, shape.a_len())?;
+        let lwork = match sc.lwork {
+            Some((m, l)) if m == n => l,
+            _ => {
+                let mut l: c_int = 0;
+                // SAFETY: the handle is live; the query reads only the sizes
+                // and writes the live local `l`.
+                solver(
+                    unsafe {
+                        cudarc::cusolver::sys::cusolverDnSgeqrf_bufferSize(
+                            self.handle.cu(),
+                            ni,
+                            ni,
+                            cm as *mut f32,
+                            ni,
+                            &mut l,
+                        )
+                    }
+                    .result(),
+                    "cusolverDnSgeqrf_bufferSize",
+                )?;
+                sc.lwork = Some((n, l));
+                l
+            }
+        };
+        let work = sc.work.ensure(s, lwork.max(1) as usize)?;
+        let dinfo = sc.dev_info.ensure(s, 1)?;
+        util::nonfinite(e, shape, ops.a, ops.info)?;
+        util::transpose(e, shape, ops.a, cm)?;
+        for b in 0..shape.batch() {
+            let am = cm + (b * n * n * 4) as u64;
+            let tm = ops.tau + (b * n * 4) as u64;
+            // SAFETY: `am` is matrix b of the column-major copy (n*n floats),
+            // `tm` its n taus, `work` holds `lwork` floats and `dinfo` one
+            // int, all device memory queued on the handle's stream.
+            solver(
+                unsafe {
+                    cudarc::cusolver::sys::cusolverDnSgeqrf(
+                        self.handle.cu(),
+                        ni,
+                        ni,
+                        am as *mut f32,
+                        ni,
+                        tm as *mut f32,
+                        work as *mut f32,
+                        lwork,
+                        dinfo as *mut c_int,
+                    )
+                }
+                .result(),
+                "cusolverDnSgeqrf",
+            )?;
+        }
+        util::transpose(e, shape, cm, ops.h)?;
+        util::nanfill(e, shape, ops.h, ops.tau, ops.info)
+    }
+}
+
+impl Backend for CusolverBackend {
+    fn name(&self) -> &str {
+        "cusolver"
+    }
+
+    fn describe(&self) -> String {
+        format!("cusolver: cusolverDnSgeqrf per matrix on {}", self.engine.info())
+    }
+
+    fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
+        let shape = a.shape();
+        host_round_trip(&self.engine, a, out, &|ops| self.run(shape, ops))
+    }
+
+    fn bench(
+        &self,
+        shape: Shape,
+        inputs: &[&[f32]],
+        opts: &BenchOptions,
+    ) -> Result<BenchTiming, QrError> {
+        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| self.run(shape, ops))
+    }
+}

@@ -1,0 +1,63 @@
+//! Vendor peers on the same device, timed with the same device-event
+//! benchmark: cuSOLVER's `Sgeqrf` looped over the batch (what `torch.geqrf`
+//! does) and cuBLAS's `SgeqrfBatched`. Both libraries are column-major, so
+//! each call transposes in and out, as PyTorch does for a row-major tensor.
+
+mod cublas_batched;
+mod cusolver;
+
+pub use cublas_batched::CublasBatchedBackend;
+pub use cusolver::CusolverBackend;
+
+use std::sync::Arc;
+
+use qr_core::{BatchMut, BatchRef, Info, QrError};
+
+use crate::bench::Operands;
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+/// Host round trip shared by the peers: upload, `run` on device pointers,
+/// download.
+pub(crate) fn host_round_trip(
+    engine: &Arc<Engine>,
+    a: BatchRef<'_>,
+    mut out: BatchMut<'_>,
+    run: &dyn Fn(Operands) -> Result<(), QrError>,
+) -> Result<(), QrError> {
+    let shape = a.shape();
+    if out.shape() != shape {
+        return Err(QrError::Unsupported {
+            message: format!("input of {} with outputs of {}", shape, out.shape()),
+        });
+    }
+    if shape.is_empty() {
+        out.parts().2.fill(Info::OK);
+        return Ok(());
+    }
+    let s = engine.stream();
+    let mut st = engine.staging();
+    let ops = Operands {
+        a: st.a.ensure(s, shape.a_len())?,
+        h: st.h.ensure(s, shape.a_len())?,
+        tau: st.tau.ensure(s, shape.tau_len())?,
+        info: st.info.ensure(s, shape.info_len())?,
+    };
+    let da = st.a.slice_mut().expect("ensured");
+    s.memcpy_htod(a.as_slice(), &mut da.slice_mut(..shape.a_len()))
+        .ctx("copying the batch to the device")?;
+    run(ops)?;
+    let (h, tau, info) = out.parts();
+    let dh = st.h.slice_mut().expect("ensured");
+    s.memcpy_dtoh(&dh.slice(..shape.a_len()), h).ctx("copying H back")?;
+    let dt = st.tau.slice_mut().expect("ensured");
+    s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau).ctx("copying tau back")?;
+    let mut codes = vec![0i32; shape.info_len()];
+    let di = st.info.slice_mut().expect("ensured");
+    s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes).ctx("copying info back")?;
+    engine.synchronize()?;
+    for (i, c) in info.iter_mut().zip(codes) {
+        *i = Info(c);
+    }
+    Ok(())
+}

@@ -1,0 +1,148 @@
+//! Finding a usable device without ever panicking.
+//!
+//! cudarc's dynamically loaded entry points panic when their library is
+//! missing, so every library is checked with its `is_culib_present()` before
+//! the first call into it.
+
+use std::fmt;
+use std::sync::Arc;
+
+use cudarc::driver::sys::CUdevice_attribute as Attr;
+use cudarc::driver::{CudaContext, DriverError};
+use qr_core::QrError;
+
+/// What the engine reads off a device to plan and launch.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct DeviceInfo {
+    /// Device ordinal.
+    pub ordinal: usize,
+    /// Marketing name, as the driver reports it.
+    pub name: String,
+    /// Compute capability `(major, minor)`.
+    pub compute_capability: (i32, i32),
+    /// Streaming multiprocessors.
+    pub sm_count: u32,
+    /// Largest dynamic shared memory one block may opt into, in bytes.
+    pub smem_per_block_optin: usize,
+    /// Shared memory per multiprocessor, in bytes.
+    pub smem_per_sm: usize,
+    /// L2 cache size, in bytes.
+    pub l2_bytes: usize,
+    /// Global memory, in bytes.
+    pub total_mem: usize,
+    /// Whether cooperative launches (all blocks co-resident) are supported.
+    pub cooperative_launch: bool,
+    /// Driver API version (e.g. 13000).
+    pub driver_version: i32,
+}
+
+impl fmt::Display for DeviceInfo {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let (ma, mi) = self.compute_capability;
+        write!(
+            f,
+            "{} (device {}, sm_{ma}{mi}, {} SMs, {} KiB smem/block opt-in, {} MiB L2, {} GiB, driver {}.{})",
+            self.name,
+            self.ordinal,
+            self.sm_count,
+            self.smem_per_block_optin / 1024,
+            self.l2_bytes >> 20,
+            self.total_mem >> 30,
+            self.driver_version / 1000,
+            (self.driver_version % 1000) / 10,
+        )
+    }
+}
+
+fn unavailable(reason: impl Into<String>) -> QrError {
+    QrError::Unavailable {
+        backend: "gpu".to_string(),
+        reason: reason.into(),
+    }
+}
+
+/// Checks that the driver and NVRTC libraries can be loaded. Must come before
+/// any other cudarc call.
+pub(crate) fn check_core_libraries() -> Result<(), QrError> {
+    // SAFETY: these only try to open the shared libraries by name and close
+    // them again; no symbol is called.
+    if !unsafe { cudarc::driver::sys::is_culib_present() } {
+        return Err(unavailable(
+            "the CUDA driver library (libcuda) could not be loaded",
+        ));
+    }
+    // SAFETY: as above.
+    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        return Err(unavailable(
+            "the NVRTC library (libnvrtc) could not be loaded",
+        ));
+    }
+    Ok(())
+}
+
+/// Checks that cuBLAS can be loaded (the blocked paths need it).
+pub(crate) fn check_cublas() -> Result<(), QrError> {
+    // SAFETY: only opens and closes the library.
+    if unsafe { cudarc::cublas::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(unavailable("the cuBLAS library (libcublas) could not be loaded"))
+    }
+}
+
+/// Checks that cuSOLVER can be loaded (the cuSOLVER peer needs it).
+pub(crate) fn check_cusolver() -> Result<(), QrError> {
+    // SAFETY: only opens and closes the library.
+    if unsafe { cudarc::cusolver::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(unavailable(
+            "the cuSOLVER library (libcusolver) could not be loaded",
+        ))
+    }
+}
+
+/// Describes device 0, or says why there is no usable CUDA device. Never panics.
+pub fn probe() -> Result<DeviceInfo, QrError> {
+    probe_device(0)
+}
+
+/// Describes device `ordinal`, or says why it cannot be used. Never panics.
+pub fn probe_device(ordinal: usize) -> Result<DeviceInfo, QrError> {
+    check_core_libraries()?;
+    let count = CudaContext::device_count()
+        .map_err(|e| unavailable(format!("the CUDA driver did not initialise: {e:?}")))?;
+    if count <= 0 {
+        return Err(unavailable("the CUDA driver sees no device"));
+    }
+    if ordinal >= count as usize {
+        return Err(unavailable(format!(
+            "device {ordinal} requested, the driver sees {count}"
+        )));
+    }
+    let ctx = CudaContext::new(ordinal)
+        .map_err(|e| unavailable(format!("no context on device {ordinal}: {e:?}")))?;
+    read_info(&ctx).map_err(|e| unavailable(format!("device {ordinal} attributes: {e:?}")))
+}
+
+/// Reads the attributes the planner uses from an existing context.
+pub(crate) fn read_info(ctx: &Arc<CudaContext>) -> Result<DeviceInfo, DriverError> {
+    let attr = |a: Attr| ctx.attribute(a);
+    let mut driver_version = 0;
+    // SAFETY: the driver is loaded (checked before any context exists) and
+    // the pointer is to a live local.
+    unsafe { cudarc::driver::sys::cuDriverGetVersion(&mut driver_version) }.result()?;
+    Ok(DeviceInfo {
+        ordinal: ctx.ordinal(),
+        name: ctx.name()?,
+        compute_capability: ctx.compute_capability()?,
+        sm_count: attr(Attr::CU_DEVICE_ATTRIBUTE_MULTIPROCESSOR_COUNT)? as u32,
+        smem_per_block_optin: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN)?
+            as usize,
+        smem_per_sm: attr(Attr::CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_MULTIPROCESSOR)? as usize,
+        l2_bytes: attr(Attr::CU_DEVICE_ATTRIBUTE_L2_CACHE_SIZE)? as usize,
+        total_mem: ctx.total_mem()?,
+        cooperative_launch: attr(Attr::CU_DEVICE_ATTRIBUTE_COOPERATIVE_LAUNCH)? != 0,
+        driver_version,
+    })
+}

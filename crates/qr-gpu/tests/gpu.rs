@@ -1,0 +1,302 @@
+//! GPU tests. Without a device every test is reported as ignored, after a
+//! one-line reason; `QR_REQUIRE_GPU=1` (the project's one environment
+//! variable, read here only) turns a missing device into a failure.
+
+use std::sync::Arc;
+
+use libtest_mimic::{Arguments, Failed, Trial};
+use qr_core::{Backend, Info, Shape, geqrf};
+use qr_cpu::CpuBackend;
+use qr_gpu::peers::{CublasBatchedBackend, CusolverBackend};
+use qr_gpu::{GpuBackend, Strategy};
+use qr_verify::{Case, Spec, generate};
+
+type Test = fn(&Arc<GpuBackend>) -> Result<(), Failed>;
+
+fn spec(batch: usize, n: usize, cond: f64, case: Case) -> Spec {
+    Spec { batch, n, cond, case }
+}
+
+/// Factors `a` with `backend` and checks the project's bar on every matrix.
+fn gate(backend: &dyn Backend, shape: Shape, a: &[f32], what: &str) -> Result<(), Failed> {
+    let f = geqrf(backend, shape, a)?;
+    if !f.all_ok() {
+        return Err(format!("{what}: info {:?} on finite input", f.info).into());
+    }
+    let report = qr_verify::check(shape, a, &f.h, &f.tau)?;
+    if !report.meets_bar() {
+        return Err(format!(
+            "{what}: worst sfr {:.3}, orth {:.3} (bar 5, 25)",
+            report.worst_sfr(),
+            report.worst_orth()
+        )
+        .into());
+    }
+    Ok(())
+}
+
+fn batch_for(n: usize) -> usize {
+    match n {
+        0..=256 => 3,
+        257..=1024 => 2,
+        _ => 1,
+    }
+}
+
+/// Sizes around each strategy's limits.
+fn sizes(g: &GpuBackend, s: Strategy) -> Vec<usize> {
+    let mut v: Vec<usize> = match s {
+        Strategy::Smem => vec![1, 2, 31, 32, 33, 65, 120, 128, 176, 200, 230],
+        Strategy::Blocked => vec![1, 2, 31, 32, 33, 65, 120, 240, 511, 513, 1000],
+        Strategy::Large => vec![1, 2, 31, 33, 65, 240, 511, 513, 1000, 2047, 2048, 4096],
+    };
+    match s {
+        Strategy::Smem => v.push(qr_gpu::smem_fit_n(g.device())),
+        Strategy::Blocked => v.push(qr_gpu::panel_fit_rows(g.device())),
+        Strategy::Large => {}
+    }
+    v
+}
+
+/// Each strategy forced on sizes around its limits, one distribution per
+/// size in turn.
+fn strategy_sizes(g: &Arc<GpuBackend>, s: Strategy) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    for (i, n) in sizes(g, s).into_iter().enumerate() {
+        let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+        let sp = spec(batch_for(n), n, 2.0, case);
+        let a = generate(&sp, 100 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("{s} {sp}"))?;
+    }
+    Ok(())
+}
+
+/// Every distribution on each strategy at a size inside its range.
+fn strategy_distributions(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, n, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 7 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("{s} {sp}"))?;
+    }
+    Ok(())
+}
+
+/// Inputs of 1e-30s and 1e+30s (scaled dense matrices) factor to the bar.
+fn strategy_extreme_scales(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    let sp = spec(2, n, 1.0, Case::Dense);
+    for scale in [1e-30f32, 1e30] {
+        let a: Vec<f32> = generate(&sp, 11).iter().map(|x| x * scale).collect();
+        gate(&b, sp.shape()?, &a, &format!("{s} {sp} times {scale:e}"))?;
+        let ones = vec![scale; sp.batch * n * n];
+        gate(&b, sp.shape()?, &ones, &format!("{s} all {scale:e}"))?;
+    }
+    Ok(())
+}
+
+/// Same input twice: bitwise the same outputs.
+fn strategy_deterministic(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    let sp = spec(2, n, 2.0, Case::Mixed);
+    let a = generate(&sp, 5);
+    let f1 = geqrf(&b, sp.shape()?, &a)?;
+    let f2 = geqrf(&b, sp.shape()?, &a)?;
+    let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+    if !same(&f1.h, &f2.h) || !same(&f1.tau, &f2.tau) {
+        return Err(format!("{s} {sp}: two runs differ").into());
+    }
+    Ok(())
+}
+
+/// |diag R| agrees with qr-cpu's on well-conditioned input.
+fn strategy_agrees_with_cpu(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    let sp = spec(2, n, 0.0, Case::Dense);
+    let shape = sp.shape()?;
+    let a = generate(&sp, 3);
+    let fg = geqrf(&b, shape, &a)?;
+    let fc = geqrf(&CpuBackend::new(), shape, &a)?;
+    for m in 0..sp.batch {
+        let base = m * n * n;
+        let diag = |h: &[f32], i: usize| f64::from(h[base + i * n + i].abs());
+        let scale = (0..n).map(|i| diag(&fc.h, i)).fold(0.0, f64::max);
+        let worst = (0..n)
+            .map(|i| (diag(&fg.h, i) - diag(&fc.h, i)).abs() / scale)
+            .fold(0.0, f64::max);
+        if worst > 1e-4 {
+            return Err(format!("{s} {sp} matrix {m}: |diag R| differs from qr-cpu by {worst:e}").into());
+        }
+    }
+    Ok(())
+}
+
+/// A NaN matrix and an infinite matrix are flagged and NaN-filled; the rest
+/// of the batch still factors.
+fn strategy_non_finite(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    let sp = spec(4, n, 1.0, Case::Dense);
+    let shape = sp.shape()?;
+    let mut a = generate(&sp, 9);
+    a[n * n + n / 2] = f32::NAN;
+    a[3 * n * n + n * n - 1] = f32::INFINITY;
+    let f = geqrf(&b, shape, &a)?;
+    let want = [Info::OK, Info::NON_FINITE, Info::OK, Info::NON_FINITE];
+    if f.info != want {
+        return Err(format!("{s}: info {:?}, want {want:?}", f.info).into());
+    }
+    for m in [1, 3] {
+        let h = &f.h[m * n * n..(m + 1) * n * n];
+        let t = &f.tau[m * n..(m + 1) * n];
+        if !h.iter().chain(t).all(|x| x.is_nan()) {
+            return Err(format!("{s}: flagged matrix {m} is not NaN-filled").into());
+        }
+    }
+    let one = Shape::new(1, n)?;
+    for m in [0, 2] {
+        let am = &a[m * n * n..(m + 1) * n * n];
+        let report = qr_verify::check(one, am, &f.h[m * n * n..(m + 1) * n * n], &f.tau[m * n..(m + 1) * n])?;
+        if !report.meets_bar() {
+            return Err(format!("{s}: finite matrix {m} beside non-finite ones fails the bar").into());
+        }
+    }
+    Ok(())
+}
+
+fn forced_out_of_range_is_an_error(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let n = qr_gpu::smem_fit_n(g.device()) + 1;
+    let b = (**g).clone().with_strategy(Some(Strategy::Smem));
+    let shape = Shape::new(1, n)?;
+    match geqrf(&b, shape, &vec![1.0; n * n]) {
+        Err(qr_core::QrError::Unsupported { .. }) => Ok(()),
+        other => Err(format!("smem at n = {n}: {other:?}").into()),
+    }
+}
+
+fn chosen_plans_pass_the_test_set(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for sp in qr_verify::test_set() {
+        let capped = spec(sp.batch.min(4), sp.n, sp.cond, sp.case);
+        let a = generate(&capped, 1);
+        gate(&**g, capped.shape()?, &a, &format!("{} ({})", sp, g.plan(capped.shape()?)?))?;
+    }
+    Ok(())
+}
+
+fn modules_are_cached(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let sp = spec(2, 48, 1.0, Case::Dense);
+    let a = generate(&sp, 2);
+    geqrf(&**g, sp.shape()?, &a)?;
+    let before = g.modules_compiled();
+    geqrf(&**g, sp.shape()?, &a)?;
+    if g.modules_compiled() != before {
+        return Err("a second identical call compiled again".into());
+    }
+    Ok(())
+}
+
+fn device_bench_times_something(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let sp = spec(4, 64, 1.0, Case::Dense);
+    let a = generate(&sp, 4);
+    let opts = qr_core::BenchOptions {
+        min_reps: 3,
+        max_reps: 5,
+        ..Default::default()
+    };
+    let t = g.bench(sp.shape()?, &[&a, &a], &opts)?;
+    if t.clock != "cuda-events" || t.reps < 3 || t.mean.is_zero() {
+        return Err(format!("implausible timing {t:?}").into());
+    }
+    Ok(())
+}
+
+fn device_api_round_trip(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let sp = spec(3, 300, 1.0, Case::Dense);
+    let shape = sp.shape()?;
+    let a = generate(&sp, 6);
+    let da = g.upload(&a)?;
+    let mut out = g.alloc_outputs(shape)?;
+    g.geqrf_device(&da, &mut out)?;
+    let mut f = qr_core::Factorization::zeroed(shape)?;
+    g.download(&out, f.as_batch_mut()?)?;
+    let host = geqrf(&**g, shape, &a)?;
+    if f.h != host.h || f.tau != host.tau {
+        return Err("device API and host API disagree".into());
+    }
+    Ok(())
+}
+
+fn peer_cusolver(_g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let p = CusolverBackend::new(0)?;
+    for n in [1, 33, 200, 513] {
+        let sp = spec(2, n, 2.0, Case::Dense);
+        gate(&p, sp.shape()?, &generate(&sp, 8), &format!("cusolver {sp}"))?;
+    }
+    Ok(())
+}
+
+fn peer_cublas_batched(_g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let p = CublasBatchedBackend::new(0)?;
+    for n in [1, 33, 100] {
+        let sp = spec(3, n, 2.0, Case::Dense);
+        gate(&p, sp.shape()?, &generate(&sp, 8), &format!("cublas-batched {sp}"))?;
+    }
+    Ok(())
+}
+
+fn trials() -> Vec<(String, Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>)> {
+    let mut t: Vec<(String, Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>)> =
+        Vec::new();
+    for (s, mid) in [(Strategy::Smem, 120), (Strategy::Blocked, 513), (Strategy::Large, 1000)] {
+        t.push((format!("{s}_sizes"), Box::new(move |g| strategy_sizes(g, s))));
+        t.push((format!("{s}_distributions"), Box::new(move |g| strategy_distributions(g, s, mid))));
+        t.push((format!("{s}_extreme_scales"), Box::new(move |g| strategy_extreme_scales(g, s, mid))));
+        t.push((format!("{s}_deterministic"), Box::new(move |g| strategy_deterministic(g, s, mid))));
+        t.push((format!("{s}_agrees_with_cpu"), Box::new(move |g| strategy_agrees_with_cpu(g, s, mid))));
+        t.push((format!("{s}_non_finite"), Box::new(move |g| strategy_non_finite(g, s, mid))));
+    }
+    let plain: [(&str, Test); 7] = [
+        ("forced_out_of_range_is_an_error", forced_out_of_range_is_an_error),
+        ("chosen_plans_pass_the_test_set", chosen_plans_pass_the_test_set),
+        ("modules_are_cached", modules_are_cached),
+        ("device_bench_times_something", device_bench_times_something),
+        ("device_api_round_trip", device_api_round_trip),
+        ("peer_cusolver", peer_cusolver),
+        ("peer_cublas_batched", peer_cublas_batched),
+    ];
+    for (name, f) in plain {
+        t.push((name.to_string(), Box::new(f)));
+    }
+    t
+}
+
+fn main() {
+    let mut args = Arguments::from_args();
+    // The GPU is one device: run its tests one at a time.
+    args.test_threads = Some(1);
+    let require = std::env::var("QR_REQUIRE_GPU").is_ok_and(|v| v == "1");
+    let device = qr_gpu::probe().and_then(|_| GpuBackend::new(0));
+    let list = trials();
+    let trials: Vec<Trial> = match device {
+        Ok(g) => {
+            println!("GPU tests on {}", g.describe());
+            let g = Arc::new(g);
+            list.into_iter()
+                .map(|(name, f)| {
+                    let g = g.clone();
+                    Trial::test(name, move || f(&g))
+                })
+                .collect()
+        }
+        Err(e) if require => {
+            println!("QR_REQUIRE_GPU=1 but no usable GPU: {e}");
+            vec![Trial::test("gpu_required", move || Err(format!("{e}").into()))]
+        }
+        Err(e) => {
+            println!("no usable GPU, GPU tests ignored: {e}");
+            list.into_iter()
+                .map(|(name, _)| Trial::test(name, || Ok(())).with_ignored_flag(true))
+                .collect()
+        }
+    };
+    libtest_mimic::run(&args, trials).exit();
+}
