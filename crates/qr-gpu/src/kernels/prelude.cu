@@ -15,7 +15,11 @@ __device__ __forceinline__ float qr_nan_f32() { return __int_as_float(0x7fc00000
 struct Reflector {
     float beta;   // R[j][j]
     float tau;    // (beta - alpha) / beta, 0 when x[1..] is exactly zero
-    float scale;  // 1 / (alpha - beta): v[1..] = x[1..] * scale
+    // 1 / (alpha - beta): v[1..] = x[1..] * scale. Kept in double: when the
+    // column is near the bottom of float32's range (a rank-deficient matrix of
+    // 1e-30s leaves residues of 1e-38 and below) its float32 reciprocal would
+    // overflow, where LAPACK's slarfg rescales instead.
+    double scale;
 };
 
 __device__ __forceinline__ Reflector make_reflector(float alpha, double xn2) {
@@ -23,13 +27,13 @@ __device__ __forceinline__ Reflector make_reflector(float alpha, double xn2) {
     if (xn2 == 0.0) {
         r.beta = alpha;
         r.tau = 0.0f;
-        r.scale = 0.0f;
+        r.scale = 0.0;
     } else {
         double a = (double)alpha;
         double beta = -copysign(sqrt(a * a + xn2), a);
         r.beta = (float)beta;
         r.tau = (float)((beta - a) / beta);
-        r.scale = (float)(1.0 / (a - beta));
+        r.scale = 1.0 / (a - beta);
     }
     return r;
 }

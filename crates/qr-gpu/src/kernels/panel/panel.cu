@@ -104,17 +104,17 @@ extern "C" __global__ void __launch_bounds__(PANEL_THREADS)
 
         const Reflector rf = make_reflector(rowv[r], tot[r]);
         if (warp == 0) {
-            gram[lane][r] = lane < r ? (double)rowv[lane] + (double)rf.scale * tot[lane] : 0.0;
+            gram[lane][r] = lane < r ? (double)rowv[lane] + rf.scale * tot[lane] : 0.0;
             if (lane == 0) taus[r] = rf.tau;
         }
         if (rf.tau != 0.0f) {
             float wc = 0.0f;
             if (lane > r && lane < w)
-                wc = (float)((double)rf.tau * ((double)rowv[lane] + (double)rf.scale * tot[lane]));
+                wc = (float)((double)rf.tau * ((double)rowv[lane] + rf.scale * tot[lane]));
             for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
                 const float x = s[lr * PANEL_LD + r];
                 __syncwarp();
-                const float v = x * rf.scale;
+                const float v = (float)((double)x * rf.scale);
                 if (lane == r)
                     s[lr * PANEL_LD + r] = v;
                 else if (lane > r && lane < w)

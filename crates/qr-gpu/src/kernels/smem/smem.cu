@@ -20,7 +20,7 @@
 // of one warp run different numbers of columns, so a full mask would hang).
 __device__ __forceinline__ u32 group_mask(int lane) {
     if (SMEM_TPC >= 32) return 0xffffffffu;
-    const u32 ones = (1u << SMEM_TPC) - 1u;
+    const u32 ones = (1u << (SMEM_TPC & 31)) - 1u;
     return ones << (lane & ~(SMEM_TPC - 1));
 }
 
@@ -30,7 +30,8 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
     extern __shared__ float s[];
     __shared__ double scratch[32];
     __shared__ double s_xn2;
-    __shared__ float s_tau, s_scale;
+    __shared__ float s_tau;
+    __shared__ double s_scale;
 
     const int lda = n | 1;
     const int tid = threadIdx.x, nt = blockDim.x;
@@ -67,8 +68,8 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
         __syncthreads();
         const float t = s_tau;
         if (t != 0.0f) {
-            const float sc = s_scale;
-            for (int i = j + 1 + tid; i < n; i += nt) s[i * lda + j] *= sc;
+            const double sc = s_scale;
+            for (int i = j + 1 + tid; i < n; i += nt) s[i * lda + j] = (float)((double)s[i * lda + j] * sc);
         }
         __syncthreads();
 

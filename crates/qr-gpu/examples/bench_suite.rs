@@ -1,0 +1,127 @@
+//! Times the 14 benchmark shapes on the GPU engine and the cuSOLVER peer with
+//! the device-event bench, gating a capped slice of each case first.
+//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [engine|all]`
+
+use std::time::Duration;
+
+use qr_core::{Backend, BenchOptions, Shape, geqrf};
+use qr_gpu::{GpuBackend, Strategy, Tuning};
+use qr_gpu::peers::CusolverBackend;
+use qr_verify::{Spec, benchmark_set, generate, geomean};
+
+fn inputs_for(sp: &Spec, max: usize) -> Vec<Vec<f32>> {
+    let bytes = sp.batch * sp.n * sp.n * 4;
+    let count = ((256usize << 20) / bytes).clamp(1, max);
+    (0..count).map(|i| generate(sp, 1000 + i as u64)).collect()
+}
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let peer = !std::env::args().any(|a| a == "--no-peer");
+    let gpu = GpuBackend::new(0)?;
+    println!("{}", gpu.describe());
+    if std::env::args().any(|a| a == "--sweep") {
+        return sweep(&gpu);
+    }
+    let cus = if peer { Some(CusolverBackend::new(0)?) } else { None };
+    let opts = BenchOptions {
+        warmup: 1,
+        min_reps: 5,
+        max_reps: 20,
+        target_rel_error: 0.01,
+        budget: Duration::from_secs(3),
+        flush_bytes: 256 << 20,
+    };
+    let peer_opts = BenchOptions {
+        min_reps: 2,
+        max_reps: 3,
+        budget: Duration::from_secs(2),
+        ..opts.clone()
+    };
+    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
+    println!("| case | plan | gpu (us) | rel err | cusolver (us) | speed-up | gate sfr / orth (first 8 matrices) |");
+    println!("|---|---|---|---|---|---|---|");
+    for sp in benchmark_set() {
+        let shape = Shape::new(sp.batch, sp.n)?;
+        let inputs = inputs_for(&sp, 50);
+        let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
+        // Gate the first 8 matrices of the first input (untimed).
+        let cap = sp.batch.min(8);
+        let small = Shape::new(cap, sp.n)?;
+        let a0 = &inputs[0][..cap * sp.n * sp.n];
+        let f = geqrf(&gpu, small, a0)?;
+        let rep = qr_verify::check(small, a0, &f.h, &f.tau)?;
+        let t = gpu.bench(shape, &views, &opts)?;
+        let us = t.mean.as_secs_f64() * 1e6;
+        ours.push(us);
+        let (cs, speed) = match &cus {
+            Some(c) => {
+                let ct = c.bench(shape, &views[..1], &peer_opts)?;
+                let cus_us = ct.mean.as_secs_f64() * 1e6;
+                theirs.push(cus_us);
+                (format!("{cus_us:.1}"), format!("{:.1}x", cus_us / us))
+            }
+            None => ("-".into(), "-".into()),
+        };
+        println!(
+            "| {sp} | {} | {us:.1} | {:.3} | {cs} | {speed} | {:.3} / {:.3}{} |",
+            gpu.plan(shape)?.strategy,
+            t.rel_error,
+            rep.worst_sfr(),
+            rep.worst_orth(),
+            if rep.meets_bar() { "" } else { " FAIL" }
+        );
+    }
+    println!("geomean gpu {:.1} us", geomean(ours.iter().copied()));
+    if !theirs.is_empty() {
+        println!("geomean cusolver {:.1} us", geomean(theirs.iter().copied()));
+    }
+    Ok(())
+}
+
+/// Times tuning variants on the shapes each knob matters for.
+fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
+    let opts = BenchOptions {
+        warmup: 1,
+        min_reps: 3,
+        max_reps: 10,
+        target_rel_error: 0.02,
+        budget: Duration::from_secs(2),
+        flush_bytes: 256 << 20,
+    };
+    let base = Tuning::default();
+    let mut variants: Vec<(&str, &str, Option<Strategy>, Tuning)> = Vec::new();
+    for tpc in [2u32, 4, 8, 16] {
+        let t = Tuning { smem_tpc: [tpc; 3], ..base.clone() };
+        variants.push(("40,176,1,dense", "smem tpc", Some(Strategy::Smem), t.clone()));
+        variants.push(("20,32,1,dense", "smem tpc", Some(Strategy::Smem), t));
+    }
+    for th in [128u32, 256, 512, 1024] {
+        let t = Tuning { blocked_panel_threads: th, ..base.clone() };
+        for sp in ["40,352,1,dense", "640,512,2,dense", "60,1024,2,dense"] {
+            variants.push((sp, "blocked threads", Some(Strategy::Blocked), t.clone()));
+        }
+    }
+    for (lo, th) in [(32usize, 256u32), (64, 256), (128, 256), (256, 256), (128, 512), (256, 512), (512, 512)] {
+        let t = Tuning { large_rows_per_block: (lo, 1024), large_panel_threads: th, ..base.clone() };
+        for sp in ["40,352,1,dense", "60,1024,2,dense", "8,2048,1,dense", "2,4096,1,dense"] {
+            variants.push((sp, "large min rows/threads", Some(Strategy::Large), t.clone()));
+        }
+    }
+    println!("| case | knob | plan | us |");
+    println!("|---|---|---|---|");
+    let mut cache: Option<(String, Vec<Vec<f32>>)> = None;
+    for (sp, knob, strat, tuning) in variants {
+        let spec: Spec = sp.parse()?;
+        let shape = Shape::new(spec.batch, spec.n)?;
+        if cache.as_ref().is_none_or(|(k, _)| k != sp) {
+            cache = Some((sp.to_string(), inputs_for(&spec, 8)));
+        }
+        let inputs = &cache.as_ref().expect("set").1;
+        let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
+        let b = gpu.clone().with_tuning(tuning).with_strategy(strat);
+        let plan = b.plan(shape)?;
+        let t = b.bench(shape, &views, &opts)?;
+        println!("| {sp} | {knob} | {plan} | {:.1} |", t.mean.as_secs_f64() * 1e6);
+    }
+    Ok(())
+}
