@@ -48,11 +48,6 @@ impl<'a> Reader<'a> {
         }
     }
 
-    /// The bytes not read yet.
-    pub fn rest(&self) -> &'a [u8] {
-        self.data
-    }
-
     /// A size chosen to reach the interesting places of `usize` arithmetic:
     /// small values, powers of two and their neighbours (where products
     /// overflow), and raw 64-bit values.

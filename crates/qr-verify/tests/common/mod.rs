@@ -1,0 +1,3 @@
+//! Helpers shared by qr-verify's integration tests.
+
+pub mod fuzz_check;

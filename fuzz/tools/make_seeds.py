@@ -1,0 +1,144 @@
+#!/usr/bin/env python3
+"""Writes the hand-made seed corpus of every fuzz target into fuzz/corpus/.
+
+The byte layouts follow crates/qr-verify/tests/common/fuzz_check/*.rs (the
+decoders the targets and the replay test share). Seeds the fuzzer found are
+added beside these by `cargo fuzz cmin`; this script only (re)writes its own.
+"""
+import os
+import struct
+
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "corpus")
+
+
+def write(target, name, data):
+    d = os.path.join(ROOT, target)
+    os.makedirs(d, exist_ok=True)
+    with open(os.path.join(d, name), "wb") as f:
+        f.write(bytes(data))
+
+
+def small(v):
+    """Reader::f32_any tag 4: v / 16 for a signed byte v."""
+    return [4, v & 0xff]
+
+
+def special(i):
+    """Reader::f32_any tag 1: SPECIALS[i] (4 NaN, 5 sNaN, 7 inf, 9 MAX, 12 min subnormal)."""
+    return [1, i]
+
+
+def raw(bits):
+    return [0] + list(struct.pack("<I", bits))
+
+
+# cpu_geqrf: batch, n, small_n index (0,1,7,16,33,64), block, batch_parallel_min,
+# par_update_min_cols index, panel_leaf, wide_block, wide_block_min_n index
+# (0, 17, 40, never), output-shape byte, then per matrix:
+# structure, exponent (i8), grading, step, seed (u64), override count, overrides.
+def cpu(name, batch, n, matrices, small_n=5, block=0, bpm=2, pumc=3, leaf=8, wide=0, wide_min=3, out=0):
+    data = [batch, n, small_n, block, bpm, pumc, leaf, wide, wide_min, out]
+    for m in matrices:
+        data += m
+    write("cpu_geqrf", name, data)
+
+
+def position(pos, count):
+    """Reader::below(count): one byte up to 256 values, else four."""
+    return [pos] if count <= 256 else list(struct.pack("<I", pos))
+
+
+def mat(structure=0, exponent=0, grading=0, step=0, seed=1, overrides=(), n=0):
+    """One matrix; `n` is only needed when there are overrides."""
+    data = [structure, exponent & 0xff, grading, step] + list(struct.pack("<Q", seed))
+    data.append(len(overrides))
+    for pos, value in overrides:
+        data += position(pos, n * n) + value
+    return data
+
+
+cpu("dense_n5", 1, 5, [mat()])
+cpu("dense_n64_blocked_nb8", 2, 64, [mat(seed=2), mat(seed=3)], small_n=0, block=8)
+cpu("dense_n33_nb32", 1, 33, [mat(seed=4)], small_n=3, block=32, pumc=1)
+cpu("dense_n50_recursive_panel", 1, 50, [mat(seed=6)], small_n=0, block=32, leaf=3)
+cpu("dense_n45_wide_block", 2, 45, [mat(seed=7), mat(seed=8)], small_n=0, block=4, wide=13, wide_min=2)
+cpu("dense_n17_nb1_inner_parallel", 1, 17, [mat(seed=5)], small_n=0, block=1, bpm=3, pumc=1)
+cpu("upper_n9", 1, 9, [mat(structure=1)])
+cpu("diagonal_n12_blocked", 1, 12, [mat(structure=2)], small_n=0, block=4)
+cpu("zero_n8", 2, 8, [mat(structure=3), mat(structure=3)], small_n=0, block=3)
+cpu("identity_n7", 1, 7, [mat(structure=4)])
+cpu("rank_one_n10", 1, 10, [mat(structure=5)], small_n=0, block=4)
+cpu("tridiagonal_n11", 1, 11, [mat(structure=6)])
+cpu("near_collinear_n16", 1, 16, [mat(structure=7)], small_n=0, block=5)
+cpu("n1", 3, 1, [mat(), mat(exponent=-128), mat(exponent=127)])
+cpu("n0_batch3", 3, 0, [])
+cpu("batch0_n6", 0, 6, [])
+cpu("nan_in_second_of_three", 3, 6, [mat(), mat(overrides=[(7, special(4))], n=6), mat(seed=9)])
+cpu("signalling_nan", 1, 4, [mat(overrides=[(0, special(5))], n=4)])
+cpu("inf_blocked", 2, 20, [mat(overrides=[(33, special(7))], n=20), mat()], small_n=0, block=6)
+cpu("scaled_1e30", 1, 24, [mat(exponent=100)], small_n=0, block=8)
+cpu("scaled_1e-30", 1, 24, [mat(exponent=-100)], small_n=0, block=8)
+cpu("subnormal_only", 1, 6, [mat(exponent=-128)])
+cpu("subnormal_entries_in_normal", 1, 6, [mat(overrides=[(3, [2, 5, 0, 0, 0, 1]), (10, special(12))], n=6)])
+cpu("near_max", 1, 3, [mat(exponent=126)])
+cpu("max_entries", 1, 2, [mat(structure=3, overrides=[(0, special(9)), (2, special(9))], n=2)])
+cpu("column_graded", 1, 20, [mat(grading=1, step=7)], small_n=0, block=4)
+cpu("row_graded", 1, 20, [mat(grading=2, step=5)])
+cpu("entry_spread", 2, 30, [mat(grading=3), mat(grading=3, exponent=90)], small_n=0, block=7)
+cpu("outputs_one_more_matrix", 2, 4, [mat(), mat()], out=0xFE)
+cpu("outputs_larger_order", 1, 4, [mat()], out=0xFF)
+
+# gate_check: batch, n, derived byte (0 = arbitrary H and tau), per matrix n*n
+# f32_finite (+ n*n and n f32_any when arbitrary), override count,
+# overrides (value, buffer, position), length byte.
+def gate(name, batch, n, derived, entries, overrides=(), length=0):
+    data = [batch, n, 1 if derived else 0]
+    for e in entries:
+        data += e
+    data.append(len(overrides))
+    for value, buf, pos in overrides:
+        data += value + [buf, pos]
+    data.append(length)
+    write("gate_check", name, data)
+
+
+def entries(k, base=1):
+    return sum((small((base * 7 + 13 * i) % 100 - 50) for i in range(k)), [])
+
+
+gate("derived_n4", 1, 4, True, [entries(16)])
+gate("derived_n8_batch2", 2, 8, True, [entries(64), entries(64, 3)])
+gate("derived_n1", 1, 1, True, [small(3)])
+gate("derived_zero", 1, 5, True, [])
+gate("derived_perturbed_r", 1, 4, True, [entries(16)], overrides=[(small(40), 1, 1)])
+gate("derived_perturbed_tau", 1, 4, True, [entries(16)], overrides=[(small(2), 2, 0)])
+gate("derived_nan_h", 1, 4, True, [entries(16)], overrides=[(special(4), 1, 9)])
+gate("derived_inf_a", 1, 3, True, [entries(9)], overrides=[(special(7), 0, 4)])
+gate("derived_max_a", 1, 3, True, [entries(9)], overrides=[(special(9), 0, 4)])
+gate("arbitrary_n3", 1, 3, False, [entries(9) + entries(9, 2) + entries(3, 5)])
+# A = H = I (entries 16/16), tau = 0: the exact factorization of I.
+one, zero = small(16), small(0)
+gate("arbitrary_identity", 1, 2, False, [one + zero + zero + one + one + zero + zero + one + zero + zero])
+gate("short_a", 1, 3, True, [entries(9)], length=0xFD)
+gate("long_h", 1, 3, True, [entries(9)], length=0xFE)
+gate("short_tau", 2, 2, True, [entries(4), entries(4)], length=0xFF)
+gate("empty_n0", 3, 0, True, [])
+gate("empty_batch", 0, 5, True, [])
+gate("derived_n24", 1, 24, True, [entries(576)])
+
+# parsers: plain strings.
+for i, text in enumerate([
+    "640,512,2,dense", "16,512,0,", "16,512,0,rankdef", "4,8,1,mixed", "3,4,0,lapack-huge",
+    "2,5,1e300,dense", "2,5,-1,dense", "2,5,NaN,dense", "2,5,inf,upper", "2,5,-0,band",
+    "18446744073709551615,2,1,dense", "4611686018427387904,0,0,dense", "0,0,0,dense",
+    "dense", "lapack-tiny", "tests", "benchmarks", "640x512", " 2 , 3 , 1 , band ",
+    "2,3,1,band,", "", "1,1,0,diagonal", "4,6,2,clustered", "8,8,0,nearrank", "3,9,4,rowscale",
+    "2,7,3,nearcollinear", "2,6,0,lapack-diag", "2,6,0,lapack-upper", "2,6,0,lapack-lower",
+    "2,6,0,lapack-cond2", "2,6,0,lapack-condsqrt", "2,6,0,lapack-condbig", "3,3,1,lapack-tiny",
+    "1,64,1e-320,dense", "+3,+4,+1,dense", "2,2,1.5e3,upper",
+]):
+    write("parsers", "spec_%02d" % i, text.encode())
+
+# Found by the fuzzer (then rewritten in the current layout): two empty
+# batches of different orders have equal (empty) buffers.
+cpu("empty_batches_of_two_orders", 0, 6, [], out=0xFF)
