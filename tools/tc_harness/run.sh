@@ -22,12 +22,12 @@ build 2>"$out/build.log" || build -L"$cudadir/lib64/stubs" 2>>"$out/build.log" |
     { cat "$out/build.log"; exit 1; }
 /tmp/tc_harness "$kernel" "$prelude" "$out" 2>&1 | tee "$out/harness.log"
 rc=${PIPESTATUS[0]}
-cubin="$out/tf32_bn64_w8.cubin"
+cubin="$out/tf32_bn32_w8_f1.cubin"
 if command -v cuobjdump >/dev/null && [ -f "$cubin" ]; then
     cuobjdump --dump-sass "$cubin" >/tmp/tc_sass.txt
     grep -oE '\b(HMMA|LDG|STG|LDS|STS|BAR|FFMA|FADD|LDL|STL|F2F|FRND|I2F|F2I)[.A-Z0-9_]*' \
         /tmp/tc_sass.txt | sort | uniq -c | sort -rn >"$out/sass_hist.txt"
-    echo "== SASS of tf32_bn64_w8"
+    echo "== SASS of tf32_bn32_w8_f1"
     cat "$out/sass_hist.txt"
 fi
 exit "$rc"

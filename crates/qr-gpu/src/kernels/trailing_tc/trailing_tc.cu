@@ -59,6 +59,9 @@
 #ifndef TC_FLUSH
 #error "TC_FLUSH (16-row slabs per tensor-core partial of W; 0: one partial) must be defined by the plan"
 #endif
+#ifndef TC_PREFETCH
+#error "TC_PREFETCH (1: load the next slab / tile before the mma of this one) must be defined by the plan"
+#endif
 #ifndef TC_VEC4
 #error "TC_VEC4 (1: A2 rows are 16-byte aligned, lda % 4 == 0) must be defined by the plan"
 #endif
@@ -229,6 +232,137 @@ __device__ __forceinline__ tc_f4 tc_load_v4(const float* __restrict__ p) {
     return *reinterpret_cast<const tc_f4*>(p);
 }
 
+// ---- the two streaming loops' bodies ----
+
+// One 16-row slab of the W pass: rows r0 + 8s + 4e + tq, V columns 4g..,
+// A2 columns 32q + 4g.. (zeros past nrow).
+struct tc_slab {
+    tc_f4 v[2][2];
+    tc_f4 x[2][2][TC_NQ];
+};
+
+__device__ __forceinline__ void tc_load_slab(tc_slab& sl, const float* __restrict__ vm,
+                                             const float* at, int lda, int r0, int nrow,
+                                             int ncols, int g, int tq) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int row = r0 + 8 * s + 4 * e + tq;
+            const bool in = row < nrow;
+            sl.v[s][e] = in ? tc_load_v4(vm + row * TC_NB + 4 * g) : tc_zero4();
+#pragma unroll
+            for (int q = 0; q < TC_NQ; ++q) {
+                const int col = 32 * q + 4 * g;
+                sl.x[s][e][q] =
+                    in ? tc_load_a4(at + (long long)row * lda + col, col, ncols) : tc_zero4();
+            }
+        }
+}
+
+// acc += V_slab^T A2_slab on the tensor cores.
+__device__ __forceinline__ void tc_w_slab(const tc_slab& sl, float (&acc)[2][TC_NTW][4]) {
+#pragma unroll
+    for (int s0 = 0; s0 < 2; s0 += TC_KPACK) {
+        unsigned ahi[2][4], alo[2][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt) {
+            float x[TC_KPACK][4];
+#pragma unroll
+            for (int s = 0; s < TC_KPACK; ++s) {
+                x[s][0] = sl.v[s0 + s][0].x[2 * mt];
+                x[s][1] = sl.v[s0 + s][0].x[2 * mt + 1];
+                x[s][2] = sl.v[s0 + s][1].x[2 * mt];
+                x[s][3] = sl.v[s0 + s][1].x[2 * mt + 1];
+            }
+            tc_split_a(x, ahi[mt], alo[mt]);
+        }
+#pragma unroll
+        for (int nt = 0; nt < TC_NTW; ++nt) {
+            float x[TC_KPACK][2];
+#pragma unroll
+            for (int s = 0; s < TC_KPACK; ++s) {
+                x[s][0] = sl.x[s0 + s][0][nt >> 2].x[nt & 3];
+                x[s][1] = sl.x[s0 + s][1][nt >> 2].x[nt & 3];
+            }
+            unsigned bhi[2], blo[2];
+            tc_split_b(x, bhi, blo);
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt) tc_mma3(acc[mt][nt], ahi[mt], alo[mt], bhi, blo);
+        }
+    }
+}
+
+// One 16-row tile of the update: rows i0 + g + 8h, V columns 16c + 4tq..
+// (zero past the panel width w), A2 columns 32cg + 16c + 4tq...
+struct tc_tile {
+    tc_f4 v[2][2];
+    tc_f4 x[2][2];
+};
+
+__device__ __forceinline__ void tc_load_tile(tc_tile& tl, const float* __restrict__ vm,
+                                             const float* at, int lda, int i0, int nrow,
+                                             int ncols, int w, int cg, int g, int tq) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = i0 + g + 8 * h;
+        const bool in = row < nrow;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int vc = 16 * c + 4 * tq, col = 32 * cg + 16 * c + 4 * tq;
+            tl.v[h][c] = in ? tc_load_v4(vm + row * TC_NB + vc) : tc_zero4();
+            tl.x[h][c] =
+                in ? tc_load_a4(at + (long long)row * lda + col, col, ncols) : tc_zero4();
+#pragma unroll
+            for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
+                if (vc + j >= w) tl.v[h][c].x[j] = 0.0f;
+        }
+    }
+}
+
+// A2_tile -= V_tile W2 (this warp's 32 columns), stored.
+__device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
+                                               const unsigned (&bhi)[4 / TC_KPACK][4][2],
+                                               const unsigned (&blo)[4 / TC_KPACK][4][2],
+                                               float* at, int lda, int i0, int nrow, int ncols,
+                                               int cg, int g, int tq) {
+    float d[4][4];
+#pragma unroll
+    for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+        for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
+#pragma unroll
+    for (int kk = 0; kk < 4 / TC_KPACK; ++kk) {
+        float x[TC_KPACK][4];
+#pragma unroll
+        for (int s = 0; s < TC_KPACK; ++s) {
+            const int ks = kk * TC_KPACK + s, c = ks >> 1, j = 2 * (ks & 1);
+            x[s][0] = tl.v[0][c].x[j];
+            x[s][1] = tl.v[1][c].x[j];
+            x[s][2] = tl.v[0][c].x[j + 1];
+            x[s][3] = tl.v[1][c].x[j + 1];
+        }
+        unsigned ahi[4], alo[4];
+        tc_split_a(x, ahi, alo);
+#pragma unroll
+        for (int nt = 0; nt < 4; ++nt) tc_mma3(d[nt], ahi, alo, bhi[kk][nt], blo[kk][nt]);
+    }
+    // d[nt][ci] is (row g + 8(ci/2), column 16(nt/2) + 4tq + 2(nt%2) + ci%2).
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int row = i0 + g + 8 * h;
+        if (row >= nrow) continue;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            tc_f4 o = tl.x[h][c];
+#pragma unroll
+            for (int j = 0; j < 4; ++j) o.x[j] -= d[2 * c + (j >> 1)][2 * h + (j & 1)];
+            const int col = 32 * cg + 16 * c + 4 * tq;
+            tc_store_a4(at + (long long)row * lda + col, col, ncols, o);
+        }
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     trailing_tc_apply_f32(float* __restrict__ a, long long a_stride, int lda,
                           const float* __restrict__ v, long long v_stride,
@@ -278,52 +412,22 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
 #endif
             }
 
-    for (int r0 = warp * 16; r0 < nrow; r0 += TC_WARPS * 16) {
-        // Rows r0 + 8s + 4e + tq: V columns 4g.., A2 columns 32q + 4g...
-        tc_f4 va[2][2], xa[2][2][TC_NQ];
-#pragma unroll
-        for (int s = 0; s < 2; ++s)
-#pragma unroll
-            for (int e = 0; e < 2; ++e) {
-                const int row = r0 + 8 * s + 4 * e + tq;
-                const bool in = row < nrow;
-                va[s][e] = in ? tc_load_v4(vm + row * TC_NB + 4 * g) : tc_zero4();
-#pragma unroll
-                for (int q = 0; q < TC_NQ; ++q) {
-                    const int col = 32 * q + 4 * g;
-                    xa[s][e][q] = in ? tc_load_a4(at + (long long)row * lda + col, col, ncols)
-                                     : tc_zero4();
-                }
-            }
-#pragma unroll
-        for (int s0 = 0; s0 < 2; s0 += TC_KPACK) {
-            unsigned ahi[2][4], alo[2][4];
-#pragma unroll
-            for (int mt = 0; mt < 2; ++mt) {
-                float x[TC_KPACK][4];
-#pragma unroll
-                for (int s = 0; s < TC_KPACK; ++s) {
-                    x[s][0] = va[s0 + s][0].x[2 * mt];
-                    x[s][1] = va[s0 + s][0].x[2 * mt + 1];
-                    x[s][2] = va[s0 + s][1].x[2 * mt];
-                    x[s][3] = va[s0 + s][1].x[2 * mt + 1];
-                }
-                tc_split_a(x, ahi[mt], alo[mt]);
-            }
-#pragma unroll
-            for (int nt = 0; nt < TC_NTW; ++nt) {
-                float x[TC_KPACK][2];
-#pragma unroll
-                for (int s = 0; s < TC_KPACK; ++s) {
-                    x[s][0] = xa[s0 + s][0][nt >> 2].x[nt & 3];
-                    x[s][1] = xa[s0 + s][1][nt >> 2].x[nt & 3];
-                }
-                unsigned bhi[2], blo[2];
-                tc_split_b(x, bhi, blo);
-#pragma unroll
-                for (int mt = 0; mt < 2; ++mt) tc_mma3(acc[mt][nt], ahi[mt], alo[mt], bhi, blo);
-            }
-        }
+    constexpr int kRowStep = TC_WARPS * 16;
+#if TC_PREFETCH
+    tc_slab cur;
+    tc_load_slab(cur, vm, at, lda, warp * 16, nrow, ncols, g, tq);
+#endif
+    for (int r0 = warp * 16; r0 < nrow; r0 += kRowStep) {
+#if TC_PREFETCH
+        tc_slab nxt;
+        tc_load_slab(nxt, vm, at, lda, r0 + kRowStep, nrow, ncols, g, tq);
+        tc_w_slab(cur, acc);
+        cur = nxt;
+#else
+        tc_slab cur;
+        tc_load_slab(cur, vm, at, lda, r0, nrow, ncols, g, tq);
+        tc_w_slab(cur, acc);
+#endif
 #if TC_FLUSH > 0
         if (++pending == TC_FLUSH) {
             pending = 0;
@@ -417,58 +521,21 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
             tc_split_b(x, bhi[kk][nt], blo[kk][nt]);
         }
 
-    for (int i0 = rg * 16; i0 < nrow; i0 += TC_WR * 16) {
-        // Rows i0 + g + 8h; V columns 16c + 4tq.., A2 columns 32cg + 16c + 4tq...
-        tc_f4 vb[2][2], xb[2][2];
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = i0 + g + 8 * h;
-            const bool in = row < nrow;
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-                const int vc = 16 * c + 4 * tq, col = 32 * cg + 16 * c + 4 * tq;
-                vb[h][c] = in ? tc_load_v4(vm + row * TC_NB + vc) : tc_zero4();
-                xb[h][c] = in ? tc_load_a4(at + (long long)row * lda + col, col, ncols)
-                              : tc_zero4();
-#pragma unroll
-                for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
-                    if (vc + j >= w) vb[h][c].x[j] = 0.0f;
-            }
-        }
-        float d[4][4];
-#pragma unroll
-        for (int nt = 0; nt < 4; ++nt)
-#pragma unroll
-            for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
-#pragma unroll
-        for (int kk = 0; kk < 4 / TC_KPACK; ++kk) {
-            float x[TC_KPACK][4];
-#pragma unroll
-            for (int s = 0; s < TC_KPACK; ++s) {
-                const int ks = kk * TC_KPACK + s, c = ks >> 1, j = 2 * (ks & 1);
-                x[s][0] = vb[0][c].x[j];
-                x[s][1] = vb[1][c].x[j];
-                x[s][2] = vb[0][c].x[j + 1];
-                x[s][3] = vb[1][c].x[j + 1];
-            }
-            unsigned ahi[4], alo[4];
-            tc_split_a(x, ahi, alo);
-#pragma unroll
-            for (int nt = 0; nt < 4; ++nt) tc_mma3(d[nt], ahi, alo, bhi[kk][nt], blo[kk][nt]);
-        }
-        // d[nt][ci] is (row g + 8(ci/2), column 16(nt/2) + 4tq + 2(nt%2) + ci%2).
-#pragma unroll
-        for (int h = 0; h < 2; ++h) {
-            const int row = i0 + g + 8 * h;
-            if (row >= nrow) continue;
-#pragma unroll
-            for (int c = 0; c < 2; ++c) {
-                tc_f4 o = xb[h][c];
-#pragma unroll
-                for (int j = 0; j < 4; ++j) o.x[j] -= d[2 * c + (j >> 1)][2 * h + (j & 1)];
-                const int col = 32 * cg + 16 * c + 4 * tq;
-                tc_store_a4(at + (long long)row * lda + col, col, ncols, o);
-            }
-        }
+    constexpr int kTileStep = TC_WR * 16;
+#if TC_PREFETCH
+    tc_tile tl;
+    tc_load_tile(tl, vm, at, lda, rg * 16, nrow, ncols, w, cg, g, tq);
+#endif
+    for (int i0 = rg * 16; i0 < nrow; i0 += kTileStep) {
+#if TC_PREFETCH
+        tc_tile nx;
+        tc_load_tile(nx, vm, at, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
+        tc_update_tile(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        tl = nx;
+#else
+        tc_tile tl;
+        tc_load_tile(tl, vm, at, lda, i0, nrow, ncols, w, cg, g, tq);
+        tc_update_tile(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+#endif
     }
 }
