@@ -5,8 +5,8 @@
 use std::time::Duration;
 
 use qr_core::{Backend, BenchOptions, Shape, geqrf};
-use qr_gpu::{GpuBackend, Strategy, Tuning};
 use qr_gpu::peers::CusolverBackend;
+use qr_gpu::{GpuBackend, Strategy, Tuning};
 use qr_verify::{Spec, benchmark_set, generate, geomean};
 
 fn inputs_for(sp: &Spec, max: usize) -> Vec<Vec<f32>> {
@@ -22,7 +22,11 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if std::env::args().any(|a| a == "--sweep") {
         return sweep(&gpu);
     }
-    let cus = if peer { Some(CusolverBackend::new(0)?) } else { None };
+    let cus = if peer {
+        Some(CusolverBackend::new(0)?)
+    } else {
+        None
+    };
     let opts = BenchOptions {
         warmup: 1,
         min_reps: 5,
@@ -38,7 +42,9 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         ..opts.clone()
     };
     let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    println!("| case | plan | gpu (us) | rel err | cusolver (us) | speed-up | gate sfr / orth (first 8 matrices) |");
+    println!(
+        "| case | plan | gpu (us) | rel err | cusolver (us) | speed-up | gate sfr / orth (first 8 matrices) |"
+    );
     println!("|---|---|---|---|---|---|---|");
     for sp in benchmark_set() {
         let shape = Shape::new(sp.batch, sp.n)?;
@@ -91,20 +97,53 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     let base = Tuning::default();
     let mut variants: Vec<(&str, &str, Option<Strategy>, Tuning)> = Vec::new();
     for tpc in [2u32, 4, 8, 16] {
-        let t = Tuning { smem_tpc: [tpc; 3], ..base.clone() };
-        variants.push(("40,176,1,dense", "smem tpc", Some(Strategy::Smem), t.clone()));
+        let t = Tuning {
+            smem_tpc: [tpc; 3],
+            ..base.clone()
+        };
+        variants.push((
+            "40,176,1,dense",
+            "smem tpc",
+            Some(Strategy::Smem),
+            t.clone(),
+        ));
         variants.push(("20,32,1,dense", "smem tpc", Some(Strategy::Smem), t));
     }
     for th in [128u32, 256, 512, 1024] {
-        let t = Tuning { blocked_panel_threads: th, ..base.clone() };
+        let t = Tuning {
+            blocked_panel_threads: th,
+            ..base.clone()
+        };
         for sp in ["40,352,1,dense", "640,512,2,dense", "60,1024,2,dense"] {
             variants.push((sp, "blocked threads", Some(Strategy::Blocked), t.clone()));
         }
     }
-    for (lo, th) in [(32usize, 256u32), (64, 256), (128, 256), (256, 256), (128, 512), (256, 512), (512, 512)] {
-        let t = Tuning { large_rows_per_block: (lo, 1024), large_panel_threads: th, ..base.clone() };
-        for sp in ["40,352,1,dense", "60,1024,2,dense", "8,2048,1,dense", "2,4096,1,dense"] {
-            variants.push((sp, "large min rows/threads", Some(Strategy::Large), t.clone()));
+    for (lo, th) in [
+        (32usize, 256u32),
+        (64, 256),
+        (128, 256),
+        (256, 256),
+        (128, 512),
+        (256, 512),
+        (512, 512),
+    ] {
+        let t = Tuning {
+            large_rows_per_block: (lo, 1024),
+            large_panel_threads: th,
+            ..base.clone()
+        };
+        for sp in [
+            "40,352,1,dense",
+            "60,1024,2,dense",
+            "8,2048,1,dense",
+            "2,4096,1,dense",
+        ] {
+            variants.push((
+                sp,
+                "large min rows/threads",
+                Some(Strategy::Large),
+                t.clone(),
+            ));
         }
     }
     println!("| case | knob | plan | us |");
@@ -121,7 +160,10 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         let b = gpu.clone().with_tuning(tuning).with_strategy(strat);
         let plan = b.plan(shape)?;
         let t = b.bench(shape, &views, &opts)?;
-        println!("| {sp} | {knob} | {plan} | {:.1} |", t.mean.as_secs_f64() * 1e6);
+        println!(
+            "| {sp} | {knob} | {plan} | {:.1} |",
+            t.mean.as_secs_f64() * 1e6
+        );
     }
     Ok(())
 }

@@ -142,7 +142,11 @@ impl GpuBackend {
     }
 
     /// Copies device outputs back into host buffers (waits for the stream).
-    pub fn download(&self, dev: &DeviceFactorization, mut out: BatchMut<'_>) -> Result<(), QrError> {
+    pub fn download(
+        &self,
+        dev: &DeviceFactorization,
+        mut out: BatchMut<'_>,
+    ) -> Result<(), QrError> {
         let shape = dev.shape;
         if out.shape() != shape {
             return Err(QrError::Unsupported {
@@ -151,10 +155,13 @@ impl GpuBackend {
         }
         let (h, tau, info) = out.parts();
         let s = self.stream();
-        s.memcpy_dtoh(&dev.h.slice(..shape.a_len()), h).ctx("copying H back")?;
-        s.memcpy_dtoh(&dev.tau.slice(..shape.tau_len()), tau).ctx("copying tau back")?;
+        s.memcpy_dtoh(&dev.h.slice(..shape.a_len()), h)
+            .ctx("copying H back")?;
+        s.memcpy_dtoh(&dev.tau.slice(..shape.tau_len()), tau)
+            .ctx("copying tau back")?;
         let mut codes = vec![0i32; shape.info_len()];
-        s.memcpy_dtoh(&dev.info.slice(..shape.info_len()), &mut codes).ctx("copying info back")?;
+        s.memcpy_dtoh(&dev.info.slice(..shape.info_len()), &mut codes)
+            .ctx("copying info back")?;
         self.engine.synchronize()?;
         for (i, c) in info.iter_mut().zip(codes) {
             *i = Info(c);
@@ -200,12 +207,15 @@ impl Backend for GpuBackend {
         self.run(shape, ops)?;
         let (h, tau, info) = out.parts();
         let dh = st.h.slice_mut().expect("ensured");
-        s.memcpy_dtoh(&dh.slice(..shape.a_len()), h).ctx("copying H back")?;
+        s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
+            .ctx("copying H back")?;
         let dt = st.tau.slice_mut().expect("ensured");
-        s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau).ctx("copying tau back")?;
+        s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
+            .ctx("copying tau back")?;
         let mut codes = vec![0i32; shape.info_len()];
         let di = st.info.slice_mut().expect("ensured");
-        s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes).ctx("copying info back")?;
+        s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
+            .ctx("copying info back")?;
         self.engine.synchronize()?;
         for (i, c) in info.iter_mut().zip(codes) {
             *i = Info(c);
@@ -226,6 +236,8 @@ impl Backend for GpuBackend {
         }
         // Plan (and compile) before timing, so errors surface here.
         self.plan(shape)?;
-        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| self.run(shape, ops))
+        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| {
+            self.run(shape, ops)
+        })
     }
 }

@@ -60,7 +60,11 @@ pub(crate) fn device_bench(
             .ctx("uploading a benchmark input")?;
         devs.push(s.clone());
     }
-    let (mut h, mut tau, mut info) = (Buf::<f32>::default(), Buf::<f32>::default(), Buf::<i32>::default());
+    let (mut h, mut tau, mut info) = (
+        Buf::<f32>::default(),
+        Buf::<f32>::default(),
+        Buf::<i32>::default(),
+    );
     let hp = h.ensure(stream, shape.a_len())?;
     let tp = tau.ensure(stream, shape.tau_len())?;
     let ip = info.ensure(stream, shape.info_len())?;
@@ -68,9 +72,12 @@ pub(crate) fn device_bench(
     let mut flush = Buf::<u32>::default();
     let fp = if flush_len > 0 {
         flush.ensure(stream, flush_len).map_err(|e| match e {
-            QrError::OutOfMemory { .. } => alloc_error::<u32>(flush_len, cudarc::driver::DriverError(
-                cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-            )),
+            QrError::OutOfMemory { .. } => alloc_error::<u32>(
+                flush_len,
+                cudarc::driver::DriverError(
+                    cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+                ),
+            ),
             other => other,
         })?
     } else {

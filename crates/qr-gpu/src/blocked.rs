@@ -35,7 +35,8 @@ pub(crate) fn factor(
         t: ws.t.ensure(stream, batch * NB * NB)?,
         tau,
         partials: if groups > 1 {
-            ws.partials.ensure(stream, batch * 2 * groups as usize * NB)?
+            ws.partials
+                .ensure(stream, batch * 2 * groups as usize * NB)?
         } else {
             0
         },
@@ -62,10 +63,12 @@ pub(crate) fn factor(
         // blocks must be resident at once.
         let per_sm = f
             .occupancy_max_active_blocks_per_multiprocessor(threads, max_rows * ROW_BYTES, None)
-            .map_err(|e| QrError::from(crate::error::GpuError::Driver {
-                context: "panel kernel occupancy".into(),
-                error: e,
-            }))? as usize;
+            .map_err(|e| {
+                QrError::from(crate::error::GpuError::Driver {
+                    context: "panel kernel occupancy".into(),
+                    error: e,
+                })
+            })? as usize;
         let resident = per_sm * engine.info().sm_count as usize;
         per_launch = per_launch.min(resident / groups as usize);
         if per_launch == 0 {

@@ -101,7 +101,9 @@ impl Engine {
 
     /// The blocked paths' scratch.
     pub(crate) fn workspace(&self) -> MutexGuard<'_, Workspace> {
-        self.workspace.lock().unwrap_or_else(PoisonError::into_inner)
+        self.workspace
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The host API's staging buffers.
@@ -113,9 +115,11 @@ impl Engine {
     pub(crate) fn memset_u32(&self, dst: u64, value: u32, count: usize) -> Result<(), QrError> {
         self.ctx.bind_to_thread().ctx("binding the context")?;
         // SAFETY: `dst` addresses at least `count` words owned by the caller.
-        unsafe { cudarc::driver::sys::cuMemsetD32Async(dst, value, count, self.stream.cu_stream()) }
-            .result()
-            .ctx("cuMemsetD32Async")?;
+        unsafe {
+            cudarc::driver::sys::cuMemsetD32Async(dst, value, count, self.stream.cu_stream())
+        }
+        .result()
+        .ctx("cuMemsetD32Async")?;
         Ok(())
     }
 

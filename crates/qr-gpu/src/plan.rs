@@ -155,7 +155,10 @@ pub fn plan(
         Some(s) => (s, "forced by the caller".to_string()),
         None if n <= smem_n.min(tuning.smem_max_n) => (
             Strategy::Smem,
-            format!("n <= {} fits one block's shared memory", smem_n.min(tuning.smem_max_n)),
+            format!(
+                "n <= {} fits one block's shared memory",
+                smem_n.min(tuning.smem_max_n)
+            ),
         ),
         None if n <= panel_rows => (
             Strategy::Blocked,
@@ -204,7 +207,10 @@ pub fn plan(
         Strategy::Large => {
             if !device.cooperative_launch {
                 return Err(QrError::Unsupported {
-                    message: format!("strategy large needs cooperative launches, which {} lacks", device.name),
+                    message: format!(
+                        "strategy large needs cooperative launches, which {} lacks",
+                        device.name
+                    ),
                 });
             }
             let (min_rows, max_rows) = tuning.large_rows_per_block;
@@ -286,7 +292,10 @@ mod tests {
             assert_eq!(p.threads % 32, 0);
             assert_eq!(p.threads % p.tpc, 0);
             assert!(p.threads <= 1024);
-            assert_eq!(p.defines(), vec![("SMEM_TPC".to_string(), p.tpc.to_string())]);
+            assert_eq!(
+                p.defines(),
+                vec![("SMEM_TPC".to_string(), p.tpc.to_string())]
+            );
         }
     }
 

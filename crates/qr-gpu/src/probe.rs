@@ -86,7 +86,9 @@ pub(crate) fn check_cublas() -> Result<(), QrError> {
     if unsafe { cudarc::cublas::sys::is_culib_present() } {
         Ok(())
     } else {
-        Err(unavailable("the cuBLAS library (libcublas) could not be loaded"))
+        Err(unavailable(
+            "the cuBLAS library (libcublas) could not be loaded",
+        ))
     }
 }
 

@@ -12,9 +12,15 @@ use qr_gpu::{GpuBackend, Strategy};
 use qr_verify::{Case, Spec, generate};
 
 type Test = fn(&Arc<GpuBackend>) -> Result<(), Failed>;
+type BoxedTest = Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>;
 
 fn spec(batch: usize, n: usize, cond: f64, case: Case) -> Spec {
-    Spec { batch, n, cond, case }
+    Spec {
+        batch,
+        n,
+        cond,
+        case,
+    }
 }
 
 /// Factors `a` with `backend` and checks the project's bar on every matrix.
@@ -125,7 +131,9 @@ fn strategy_agrees_with_cpu(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Resul
             .map(|i| (diag(&fg.h, i) - diag(&fc.h, i)).abs() / scale)
             .fold(0.0, f64::max);
         if worst > 1e-4 {
-            return Err(format!("{s} {sp} matrix {m}: |diag R| differs from qr-cpu by {worst:e}").into());
+            return Err(
+                format!("{s} {sp} matrix {m}: |diag R| differs from qr-cpu by {worst:e}").into(),
+            );
         }
     }
     Ok(())
@@ -155,9 +163,16 @@ fn strategy_non_finite(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(),
     let one = Shape::new(1, n)?;
     for m in [0, 2] {
         let am = &a[m * n * n..(m + 1) * n * n];
-        let report = qr_verify::check(one, am, &f.h[m * n * n..(m + 1) * n * n], &f.tau[m * n..(m + 1) * n])?;
+        let report = qr_verify::check(
+            one,
+            am,
+            &f.h[m * n * n..(m + 1) * n * n],
+            &f.tau[m * n..(m + 1) * n],
+        )?;
         if !report.meets_bar() {
-            return Err(format!("{s}: finite matrix {m} beside non-finite ones fails the bar").into());
+            return Err(
+                format!("{s}: finite matrix {m} beside non-finite ones fails the bar").into(),
+            );
         }
     }
     Ok(())
@@ -177,7 +192,12 @@ fn chosen_plans_pass_the_test_set(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for sp in qr_verify::test_set() {
         let capped = spec(sp.batch.min(4), sp.n, sp.cond, sp.case);
         let a = generate(&capped, 1);
-        gate(&**g, capped.shape()?, &a, &format!("{} ({})", sp, g.plan(capped.shape()?)?))?;
+        gate(
+            &**g,
+            capped.shape()?,
+            &a,
+            &format!("{} ({})", sp, g.plan(capped.shape()?)?),
+        )?;
     }
     Ok(())
 }
@@ -229,7 +249,12 @@ fn peer_cusolver(_g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let p = CusolverBackend::new(0)?;
     for n in [1, 33, 200, 513] {
         let sp = spec(2, n, 2.0, Case::Dense);
-        gate(&p, sp.shape()?, &generate(&sp, 8), &format!("cusolver {sp}"))?;
+        gate(
+            &p,
+            sp.shape()?,
+            &generate(&sp, 8),
+            &format!("cusolver {sp}"),
+        )?;
     }
     Ok(())
 }
@@ -238,25 +263,57 @@ fn peer_cublas_batched(_g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let p = CublasBatchedBackend::new(0)?;
     for n in [1, 33, 100] {
         let sp = spec(3, n, 2.0, Case::Dense);
-        gate(&p, sp.shape()?, &generate(&sp, 8), &format!("cublas-batched {sp}"))?;
+        gate(
+            &p,
+            sp.shape()?,
+            &generate(&sp, 8),
+            &format!("cublas-batched {sp}"),
+        )?;
     }
     Ok(())
 }
 
-fn trials() -> Vec<(String, Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>)> {
-    let mut t: Vec<(String, Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>)> =
-        Vec::new();
-    for (s, mid) in [(Strategy::Smem, 120), (Strategy::Blocked, 513), (Strategy::Large, 1000)] {
-        t.push((format!("{s}_sizes"), Box::new(move |g| strategy_sizes(g, s))));
-        t.push((format!("{s}_distributions"), Box::new(move |g| strategy_distributions(g, s, mid))));
-        t.push((format!("{s}_extreme_scales"), Box::new(move |g| strategy_extreme_scales(g, s, mid))));
-        t.push((format!("{s}_deterministic"), Box::new(move |g| strategy_deterministic(g, s, mid))));
-        t.push((format!("{s}_agrees_with_cpu"), Box::new(move |g| strategy_agrees_with_cpu(g, s, mid))));
-        t.push((format!("{s}_non_finite"), Box::new(move |g| strategy_non_finite(g, s, mid))));
+fn trials() -> Vec<(String, BoxedTest)> {
+    let mut t: Vec<(String, BoxedTest)> = Vec::new();
+    for (s, mid) in [
+        (Strategy::Smem, 120),
+        (Strategy::Blocked, 513),
+        (Strategy::Large, 1000),
+    ] {
+        t.push((
+            format!("{s}_sizes"),
+            Box::new(move |g| strategy_sizes(g, s)),
+        ));
+        t.push((
+            format!("{s}_distributions"),
+            Box::new(move |g| strategy_distributions(g, s, mid)),
+        ));
+        t.push((
+            format!("{s}_extreme_scales"),
+            Box::new(move |g| strategy_extreme_scales(g, s, mid)),
+        ));
+        t.push((
+            format!("{s}_deterministic"),
+            Box::new(move |g| strategy_deterministic(g, s, mid)),
+        ));
+        t.push((
+            format!("{s}_agrees_with_cpu"),
+            Box::new(move |g| strategy_agrees_with_cpu(g, s, mid)),
+        ));
+        t.push((
+            format!("{s}_non_finite"),
+            Box::new(move |g| strategy_non_finite(g, s, mid)),
+        ));
     }
     let plain: [(&str, Test); 7] = [
-        ("forced_out_of_range_is_an_error", forced_out_of_range_is_an_error),
-        ("chosen_plans_pass_the_test_set", chosen_plans_pass_the_test_set),
+        (
+            "forced_out_of_range_is_an_error",
+            forced_out_of_range_is_an_error,
+        ),
+        (
+            "chosen_plans_pass_the_test_set",
+            chosen_plans_pass_the_test_set,
+        ),
         ("modules_are_cached", modules_are_cached),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
@@ -289,7 +346,9 @@ fn main() {
         }
         Err(e) if require => {
             println!("QR_REQUIRE_GPU=1 but no usable GPU: {e}");
-            vec![Trial::test("gpu_required", move || Err(format!("{e}").into()))]
+            vec![Trial::test("gpu_required", move || {
+                Err(format!("{e}").into())
+            })]
         }
         Err(e) => {
             println!("no usable GPU, GPU tests ignored: {e}");

@@ -80,7 +80,11 @@ mod tests {
     #[test]
     fn sources_are_header_free() {
         for fam in ALL {
-            assert!(!fam.source.contains("#include"), "{} includes a header", fam.family);
+            assert!(
+                !fam.source.contains("#include"),
+                "{} includes a header",
+                fam.family
+            );
         }
     }
 }

@@ -96,7 +96,10 @@ impl Backend for CublasBatchedBackend {
     }
 
     fn describe(&self) -> String {
-        format!("cublas-batched: cublasSgeqrfBatched on {}", self.engine.info())
+        format!(
+            "cublas-batched: cublasSgeqrfBatched on {}",
+            self.engine.info()
+        )
     }
 
     fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
@@ -110,6 +113,8 @@ impl Backend for CublasBatchedBackend {
         inputs: &[&[f32]],
         opts: &BenchOptions,
     ) -> Result<BenchTiming, QrError> {
-        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| self.run(shape, ops))
+        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| {
+            self.run(shape, ops)
+        })
     }
 }

@@ -118,7 +118,10 @@ impl Backend for CusolverBackend {
     }
 
     fn describe(&self) -> String {
-        format!("cusolver: cusolverDnSgeqrf per matrix on {}", self.engine.info())
+        format!(
+            "cusolver: cusolverDnSgeqrf per matrix on {}",
+            self.engine.info()
+        )
     }
 
     fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
@@ -132,6 +135,8 @@ impl Backend for CusolverBackend {
         inputs: &[&[f32]],
         opts: &BenchOptions,
     ) -> Result<BenchTiming, QrError> {
-        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| self.run(shape, ops))
+        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| {
+            self.run(shape, ops)
+        })
     }
 }

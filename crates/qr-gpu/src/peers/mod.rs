@@ -49,12 +49,15 @@ pub(crate) fn host_round_trip(
     run(ops)?;
     let (h, tau, info) = out.parts();
     let dh = st.h.slice_mut().expect("ensured");
-    s.memcpy_dtoh(&dh.slice(..shape.a_len()), h).ctx("copying H back")?;
+    s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
+        .ctx("copying H back")?;
     let dt = st.tau.slice_mut().expect("ensured");
-    s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau).ctx("copying tau back")?;
+    s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
+        .ctx("copying tau back")?;
     let mut codes = vec![0i32; shape.info_len()];
     let di = st.info.slice_mut().expect("ensured");
-    s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes).ctx("copying info back")?;
+    s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
+        .ctx("copying info back")?;
     engine.synchronize()?;
     for (i, c) in info.iter_mut().zip(codes) {
         *i = Info(c);
