@@ -72,8 +72,6 @@ pub fn decode(data: &[u8]) -> Input {
         panel_leaf: r.below(34),
         wide_block: r.below(34),
         wide_block_min_n: [0, 17, 40, usize::MAX][r.below(4)],
-        // Knobs added later keep their defaults.
-        ..Tuning::default()
     };
     let out_shape = match r.u8() {
         0xfe => Shape::new(batch + 1, n).unwrap(),
@@ -174,13 +172,13 @@ pub fn check_outputs(shape: Shape, a: &[f32], h: &[f32], tau: &[f32], info: &[In
         return;
     }
     let report = gate::check(shape, a, h, tau).expect("lengths match");
-    for b in 0..shape.batch() {
+    for (b, (&info, &g)) in info.iter().zip(&report.matrices).enumerate() {
         let m = b * n * n..(b + 1) * n * n;
         let t = b * n..(b + 1) * n;
         let what = format!("matrix {b} of {shape}");
-        let g = report.matrices[b];
-        check_matrix(&what, n, &a[m.clone()], &h[m], &tau[t], info[b], g);
+        check_matrix(&what, n, &a[m.clone()], &h[m], &tau[t], info, g);
     }
+    assert_eq!(report.matrices.len(), shape.batch());
 }
 
 fn check_matrix(
