@@ -15,6 +15,7 @@
 //! anywhere fails, so a wrong or missing factorization never passes.
 
 use faer::linalg::matmul::matmul;
+use faer::linalg::matmul::triangular::{self, BlockStructure};
 use faer::{Accum, Mat, MatRef, Par};
 use qr_core::{BatchRef, EPS_F32, QrError, Shape};
 use rayon::prelude::*;
@@ -152,26 +153,30 @@ fn gate_matrix(n: usize, a: &[f32], h: &[f32], tau: &[f32], par: Par) -> MatrixG
     let leakage = one_norm_where(qta.as_ref(), |i, j| i > j, |x, _, _| x);
     let residual = one_norm_where(qta.as_ref(), |_, _| true, |x, i, j| r[(i, j)] - x);
 
-    // Q^T Q - I, reusing the product buffer.
-    matmul(
+    // Q^T Q - I is symmetric: form its lower triangle only (half the
+    // flops), in the product buffer, and mirror it for the column sums.
+    triangular::matmul(
         qta.as_mut(),
+        BlockStructure::TriangularLower,
         Accum::Replace,
         q.transpose(),
+        BlockStructure::Rectangular,
         q.as_ref(),
+        BlockStructure::Rectangular,
         1.0,
         par,
     );
-    let orth = one_norm_where(
-        qta.as_ref(),
-        |_, _| true,
-        |x, i, j| if i == j { x - 1.0 } else { x },
-    );
+    let orth = symmetric_one_norm(qta.as_ref(), |x, i, j| if i == j { x - 1.0 } else { x });
 
-    matmul(
+    // R is upper triangular: half the flops of a full product.
+    triangular::matmul(
         qta.as_mut(),
+        BlockStructure::Rectangular,
         Accum::Replace,
         q.as_ref(),
+        BlockStructure::Rectangular,
         r.as_ref(),
+        BlockStructure::TriangularUpper,
         1.0,
         par,
     );
@@ -215,6 +220,24 @@ fn one_norm_where(
             .map(|i| f(a[(i, j)], i, j).abs())
             .sum::<f64>()
     }))
+}
+
+/// The 1-norm of the symmetric matrix whose lower triangle (diagonal
+/// included) is `f(s[i][j], i, j)` for `i >= j`; the upper triangle of `s`
+/// is not read. NaN propagates.
+fn symmetric_one_norm(s: MatRef<'_, f64>, f: impl Fn(f64, usize, usize) -> f64) -> f64 {
+    let n = s.ncols();
+    let mut sums = vec![0.0; n];
+    for j in 0..n {
+        for i in j..n {
+            let x = f(s[(i, j)], i, j).abs();
+            sums[j] += x;
+            if i != j {
+                sums[i] += x;
+            }
+        }
+    }
+    nan_max(sums)
 }
 
 /// The maximum, NaN if any value is NaN (`f64::max` would drop it), 0 if empty.
@@ -300,6 +323,17 @@ mod tests {
         assert!(!check(shape, &z, &h, &[0.0; 6]).unwrap().passes_gate());
         let empty = Shape::new(3, 0).unwrap();
         assert!(check(empty, &[], &[], &[]).unwrap().matrices.is_empty());
+    }
+
+    #[test]
+    fn symmetric_norm_mirrors_the_lower_triangle() {
+        // Lower triangle of [[1, -2, 3], [-2, 4, 5], [3, 5, -6]]; the upper
+        // entries hold garbage that must not be read.
+        let s = faer::mat![[1.0, 99.0, 99.0], [-2.0, 4.0, 99.0], [3.0, 5.0, -6.0]];
+        assert_eq!(symmetric_one_norm(s.as_ref(), |x, _, _| x), 14.0);
+        assert_eq!(one_norm(s.as_ref()), 204.0);
+        let t = faer::mat![[1.0, 0.0], [f64::NAN, 1.0]];
+        assert!(symmetric_one_norm(t.as_ref(), |x, _, _| x).is_nan());
     }
 
     #[test]

@@ -207,7 +207,7 @@ pub fn run_case(
 pub fn geomean(xs: impl IntoIterator<Item = f64>) -> f64 {
     let (mut sum, mut count) = (0.0, 0usize);
     for x in xs {
-        if !(x > 0.0) {
+        if x.is_nan() || x <= 0.0 {
             return f64::NAN;
         }
         sum += x.ln();
