@@ -1,6 +1,7 @@
-//! Tuning constants of the planner. Each names the table in
-//! `docs/perf/qr-gpu.md` (merged into `docs/PERF.md`) that it comes from and
-//! says what happens outside the measured range. Dispatch reads device
+//! Tuning constants of the planner, with their provenance in
+//! `docs/perf/qr-gpu.md` ("Dispatch and tuning constants"; merged into
+//! `docs/PERF.md`). The values are the seed's leads and device limits; the
+//! H200 sweep that should confirm them (`bench_suite --sweep`) has not run. Dispatch reads device
 //! capabilities (SM count, shared memory opt-in), never a device name.
 
 /// Knobs of the planner, with [`Default`] holding the measured choices; tests
