@@ -95,41 +95,57 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         flush_bytes: 256 << 20,
     };
     let base = Tuning::default();
-    let mut variants: Vec<(&str, &str, Option<Strategy>, Tuning)> = Vec::new();
-    for tpc in [2u32, 4, 8] {
+    let mut variants: Vec<(&str, String, Option<Strategy>, Tuning)> = Vec::new();
+    for tpc in [1u32, 2, 4, 8] {
         let t = Tuning {
             smem_tpc: [tpc; 3],
             ..base.clone()
         };
-        variants.push((
-            "40,176,1,dense",
-            "smem tpc",
-            Some(Strategy::Smem),
-            t.clone(),
-        ));
-        variants.push(("20,32,1,dense", "smem tpc", Some(Strategy::Smem), t));
+        for sp in ["20,32,1,dense", "40,176,1,dense"] {
+            variants.push((
+                sp,
+                format!("smem tpc {tpc}"),
+                Some(Strategy::Smem),
+                t.clone(),
+            ));
+        }
     }
-    for th in [256u32, 512, 1024] {
+    for tensor in [true, false] {
+        let t = Tuning {
+            tensor_trailing: tensor,
+            ..base.clone()
+        };
+        for sp in ["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"] {
+            variants.push((sp, format!("tensor trailing {tensor}"), None, t.clone()));
+        }
+    }
+    for th in [128u32, 256, 512, 1024] {
         let t = Tuning {
             blocked_panel_threads: th,
             ..base.clone()
         };
         for sp in ["40,352,1,dense", "640,512,2,dense", "60,1024,2,dense"] {
-            variants.push((sp, "blocked threads", Some(Strategy::Blocked), t.clone()));
+            variants.push((
+                sp,
+                format!("blocked threads {th}"),
+                Some(Strategy::Blocked),
+                t.clone(),
+            ));
         }
     }
-    for (lo, th) in [
-        (32usize, 256u32),
-        (64, 256),
-        (128, 256),
-        (256, 256),
-        (128, 512),
-        (256, 512),
-        (512, 512),
+    for (k, per_sm, th) in [
+        (2u32, 8u32, 256u32),
+        (4, 8, 256),
+        (8, 8, 256),
+        (8, 8, 128),
+        (8, 8, 512),
+        (4, 8, 512),
     ] {
         let t = Tuning {
-            large_rows_per_block: (lo, 1024),
-            large_panel_threads: th,
+            cluster_max_blocks: k,
+            cluster_blocks_per_sm: per_sm,
+            cluster_panel_threads: th,
+            cluster_min_rows: 32,
             ..base.clone()
         };
         for sp in [
@@ -140,11 +156,14 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         ] {
             variants.push((
                 sp,
-                "large min rows/threads",
-                Some(Strategy::Large),
+                format!("cluster max blocks {k}, threads {th}"),
+                Some(Strategy::Cluster),
                 t.clone(),
             ));
         }
+    }
+    for sp in ["8,2048,1,dense", "2,4096,1,dense"] {
+        variants.push((sp, "large".to_string(), Some(Strategy::Large), base.clone()));
     }
     // Group by case so that each case's inputs are generated once.
     variants.sort_by_key(|v| v.0);

@@ -1,7 +1,8 @@
-//! The compact-WY driver of the `blocked` and `large` strategies: for each
-//! 32-column panel, the panel kernel factors it (and forms V and T), then
-//! three cuBLAS products apply `Q_p^T = I - V T^T V^T` to the trailing matrix:
-//! `A_t -= V (T^T (V^T A_t))`, in full float32.
+//! The compact-WY driver of the `blocked`, `cluster` and `large` strategies:
+//! for each 32-column panel, the panel kernel factors it (and forms V and T),
+//! then `Q_p^T = I - V T^T V^T` is applied to the trailing matrix,
+//! `A_t -= V (T^T (V^T A_t))`, by the fused tensor-core kernel (tf32 3-pass,
+//! float32 accuracy) or by three cuBLAS SGEMMs in full float32.
 
 use std::ffi::c_int;
 
@@ -10,7 +11,8 @@ use qr_core::{QrError, Shape};
 
 use crate::engine::Engine;
 use crate::error::blas;
-use crate::kernels::panel::{self, NB, PanelBuffers, ROW_BYTES};
+use crate::kernels::panel::{self, Meeting, NB, PanelBuffers, ROW_BYTES};
+use crate::kernels::trailing_tc;
 use crate::plan::Plan;
 
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
@@ -27,6 +29,8 @@ pub(crate) fn factor(
     let (batch, n) = (shape.batch(), shape.n());
     let groups = plan.panel.groups.max(1);
     let threads = plan.panel.threads;
+    let meeting = plan.panel.meeting(plan.strategy);
+    let global = meeting == Meeting::Global;
     let stream = engine.stream();
     let mut ws = engine.workspace();
     let buf = PanelBuffers {
@@ -34,31 +38,37 @@ pub(crate) fn factor(
         v: ws.v.ensure(stream, batch * n * NB)?,
         t: ws.t.ensure(stream, batch * NB * NB)?,
         tau,
-        partials: if groups > 1 {
+        partials: if global {
             ws.partials
                 .ensure(stream, batch * 2 * groups as usize * NB)?
         } else {
             0
         },
-        rowbuf: if groups > 1 {
+        rowbuf: if global {
             ws.rowbuf.ensure(stream, batch * 2 * NB)?
         } else {
             0
         },
-        counters: if groups > 1 {
-            ws.counters.ensure(stream, batch)?
+        counters: if global {
+            ws.counters.ensure(stream, 2 * batch)?
         } else {
             0
         },
     };
-    let wbuf = ws.w.ensure(stream, batch * NB * n)?;
-    let w2buf = ws.w2.ensure(stream, batch * NB * n)?;
+    let (wbuf, w2buf) = if plan.panel.tensor_trailing {
+        (0, 0)
+    } else {
+        (
+            ws.w.ensure(stream, batch * NB * n)?,
+            ws.w2.ensure(stream, batch * NB * n)?,
+        )
+    };
 
     let max_rows = n.div_ceil(groups as usize);
-    let f = panel::function(engine, threads, max_rows)?;
+    let f = panel::function(engine, threads, meeting, max_rows)?;
     let mut per_launch = MAX_MATS_PER_LAUNCH;
-    if groups > 1 {
-        engine.memset_u32(buf.counters, 0, batch)?;
+    if global {
+        engine.memset_u32(buf.counters, 0, 2 * batch)?;
         // The blocks of one matrix wait for each other, so all of a launch's
         // blocks must be resident at once.
         let per_sm = f
@@ -85,11 +95,46 @@ pub(crate) fn factor(
         let w = NB.min(n - p);
         for mat0 in (0..batch).step_by(per_launch) {
             let mats = per_launch.min(batch - mat0);
-            panel::launch(engine, &f, threads, groups, n, p, w, mat0, mats, &buf)?;
+            panel::launch(
+                engine, &f, threads, meeting, groups, n, p, w, mat0, mats, &buf,
+            )?;
         }
         if p + w < n {
-            trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
+            if plan.panel.tensor_trailing {
+                tensor_update(engine, shape, p, w, &buf)?;
+            } else {
+                trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
+            }
         }
+    }
+    Ok(())
+}
+
+/// `A_t -= V (T^T (V^T A_t))` right of panel `p` on the tensor cores.
+fn tensor_update(
+    engine: &Engine,
+    shape: Shape,
+    p: usize,
+    w: usize,
+    buf: &PanelBuffers,
+) -> Result<(), QrError> {
+    let n = shape.n();
+    let (nrow, c0) = (n - p, p + w);
+    // The grid is one-dimensional: keep blocks per launch far inside u32.
+    let tiles = (n - c0).div_ceil(32).max(1);
+    let per_launch = (i32::MAX as usize / tiles).clamp(1, MAX_MATS_PER_LAUNCH);
+    for mat0 in (0..shape.batch()).step_by(per_launch) {
+        let mats = per_launch.min(shape.batch() - mat0);
+        let op = trailing_tc::Operands {
+            a: buf.h + ((mat0 * n * n + p * n + c0) * 4) as u64,
+            a_stride: n * n,
+            lda: n,
+            v: buf.v + (mat0 * n * NB * 4) as u64,
+            v_stride: n * NB,
+            t: buf.t + (mat0 * NB * NB * 4) as u64,
+            t_stride: NB * NB,
+        };
+        trailing_tc::launch(engine, &op, nrow, n - c0, w, mats)?;
     }
     Ok(())
 }

@@ -30,10 +30,12 @@ pub(crate) fn geqrf(
     util::nonfinite(engine, shape, a, info)?;
     match plan.strategy {
         Strategy::Smem => smem::launch(engine, shape, plan.tpc, plan.threads, a, h, tau)?,
-        Strategy::Blocked | Strategy::Large => {
+        Strategy::Blocked | Strategy::Cluster | Strategy::Large => {
             engine.copy_dtod(h, a, shape.a_bytes())?;
             blocked::factor(engine, plan, shape, h, tau)?;
         }
     }
+    // A finite matrix whose R or reflectors did not fit f32 is flagged too.
+    util::overflow(engine, shape, h, tau, info)?;
     util::nanfill(engine, shape, h, tau, info)
 }

@@ -24,20 +24,32 @@ pub enum Strategy {
     /// Compact WY with 32-column panels: one block per matrix factors each
     /// panel in shared memory, cuBLAS applies it to the trailing matrix.
     Blocked,
+    /// As `Blocked`, with each panel's rows split over the blocks of a
+    /// thread-block cluster that read each other's shared memory (sm_90 and
+    /// later): few matrices keep more SMs busy and each reflector's chain of
+    /// rows is shorter.
+    Cluster,
     /// As `Blocked`, with each panel's rows split over several blocks per
-    /// matrix (for panels too tall for one block's shared memory).
+    /// matrix that meet in global memory (cooperative launch): panels too
+    /// tall for a cluster, or devices without clusters.
     Large,
 }
 
 impl Strategy {
     /// Every strategy.
-    pub const ALL: [Strategy; 3] = [Strategy::Smem, Strategy::Blocked, Strategy::Large];
+    pub const ALL: [Strategy; 4] = [
+        Strategy::Smem,
+        Strategy::Blocked,
+        Strategy::Cluster,
+        Strategy::Large,
+    ];
 
     /// The name used by `FromStr`/`Display`.
     pub fn name(self) -> &'static str {
         match self {
             Self::Smem => "smem",
             Self::Blocked => "blocked",
+            Self::Cluster => "cluster",
             Self::Large => "large",
         }
     }
@@ -57,7 +69,9 @@ impl FromStr for Strategy {
             .into_iter()
             .find(|st| st.name() == s)
             .ok_or_else(|| QrError::Unsupported {
-                message: format!("unknown GPU strategy `{s}` (expected smem, blocked or large)"),
+                message: format!(
+                    "unknown GPU strategy `{s}` (expected smem, blocked, cluster or large)"
+                ),
             })
     }
 }
@@ -67,8 +81,12 @@ impl FromStr for Strategy {
 pub struct PanelPlan {
     /// Threads per panel block.
     pub threads: u32,
-    /// Blocks per matrix sharing each panel's rows (1 on `Blocked`).
+    /// Blocks per matrix sharing each panel's rows (1 on `Blocked`, the
+    /// cluster size on `Cluster`).
     pub groups: u32,
+    /// Whether the trailing update runs on the fused tensor-core kernel
+    /// (tf32 3-pass, sm_80 and later) rather than three cuBLAS SGEMMs.
+    pub tensor_trailing: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -95,7 +113,9 @@ impl Plan {
     pub fn defines(&self) -> Vec<(String, String)> {
         match self.strategy {
             Strategy::Smem => smem::defines(self.tpc),
-            Strategy::Blocked | Strategy::Large => panel::defines(self.panel.threads),
+            Strategy::Blocked | Strategy::Cluster | Strategy::Large => {
+                panel::defines(self.panel.threads, self.panel.meeting(self.strategy))
+            }
         }
     }
 }
@@ -116,11 +136,59 @@ impl fmt::Display for Plan {
             ),
             _ => write!(
                 f,
-                "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix; {}",
-                self.strategy, self.shape, self.panel.groups, self.panel.threads, self.reason
+                "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix, \
+                 trailing update on {}; {}",
+                self.strategy,
+                self.shape,
+                self.panel.groups,
+                self.panel.threads,
+                if self.panel.tensor_trailing {
+                    "tensor cores (tf32 3-pass)"
+                } else {
+                    "cuBLAS SGEMM"
+                },
+                self.reason
             ),
         }
     }
+}
+
+impl PanelPlan {
+    /// How the panel blocks of one matrix meet under `strategy`.
+    pub(crate) fn meeting(&self, strategy: Strategy) -> panel::Meeting {
+        match strategy {
+            Strategy::Cluster => panel::Meeting::Cluster(self.groups),
+            _ if self.groups <= 1 => panel::Meeting::Alone,
+            _ => panel::Meeting::Global,
+        }
+    }
+}
+
+/// Whether `device` launches thread-block clusters (compute capability 9.0
+/// and later).
+pub fn has_clusters(device: &DeviceInfo) -> bool {
+    device.compute_capability >= (9, 0)
+}
+
+/// Cluster size for `shape` on `device`: the largest power of two up to
+/// `tuning.cluster_max_blocks` that the batch leaves SMs for, with at least
+/// `tuning.cluster_min_rows` rows per block, and enough blocks to hold a
+/// panel in their shared memory. `None` when no cluster size fits.
+fn cluster_size(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<u32> {
+    let n = shape.n().max(1);
+    let max = tuning.cluster_max_blocks.clamp(1, 8) as usize;
+    let need = n.div_ceil(panel_fit_rows(device).max(1));
+    if need > max {
+        return None;
+    }
+    let fill =
+        (device.sm_count * tuning.cluster_blocks_per_sm.max(1)) as usize / shape.batch().max(1);
+    let by_rows = n / tuning.cluster_min_rows.max(1);
+    let mut k = 2;
+    while k * 2 <= max.min(fill).min(by_rows) {
+        k *= 2;
+    }
+    Some(k.max(need.next_power_of_two()).min(max) as u32).filter(|&k| k >= need as u32)
 }
 
 /// Largest `n` whose whole matrix fits one block's shared memory.
@@ -160,6 +228,20 @@ pub fn plan(
                 smem_n.min(tuning.smem_max_n)
             ),
         ),
+        None if has_clusters(device)
+            && n > smem_n.min(tuning.smem_max_n)
+            && shape.batch() * 2 <= device.sm_count as usize
+            && n >= 2 * tuning.cluster_min_rows
+            && cluster_size(shape, device, tuning).is_some() =>
+        {
+            (
+                Strategy::Cluster,
+                format!(
+                    "{} matrices leave SMs idle: each panel's rows split over a cluster",
+                    shape.batch()
+                ),
+            )
+        }
         None if n <= panel_rows => (
             Strategy::Blocked,
             format!("a {n}-row panel fits one block's shared memory (<= {panel_rows} rows)"),
@@ -178,6 +260,7 @@ pub fn plan(
         panel: PanelPlan {
             threads: tuning.blocked_panel_threads,
             groups: 1,
+            tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
         },
         reason,
     };
@@ -204,6 +287,24 @@ pub fn plan(
                 });
             }
         }
+        Strategy::Cluster => {
+            if !has_clusters(device) {
+                return Err(QrError::Unsupported {
+                    message: format!(
+                        "strategy cluster needs thread-block clusters (sm_90+), which {} lacks",
+                        device.name
+                    ),
+                });
+            }
+            let k = cluster_size(shape, device, tuning).ok_or_else(|| QrError::Unsupported {
+                message: format!(
+                    "a {n}-row panel does not fit the shared memory of a {}-block cluster on {}",
+                    tuning.cluster_max_blocks, device.name
+                ),
+            })?;
+            p.panel.threads = tuning.cluster_panel_threads;
+            p.panel.groups = k;
+        }
         Strategy::Large => {
             if !device.cooperative_launch {
                 return Err(QrError::Unsupported {
@@ -218,10 +319,8 @@ pub fn plan(
             let fewest = n.div_ceil(max_rows).max(1);
             let most = n.div_ceil(min_rows.max(1)).max(fewest);
             let fill = (device.sm_count as usize).div_ceil(shape.batch().max(1));
-            p.panel = PanelPlan {
-                threads: tuning.large_panel_threads,
-                groups: fill.clamp(fewest, most) as u32,
-            };
+            p.panel.threads = tuning.large_panel_threads;
+            p.panel.groups = fill.clamp(fewest, most) as u32;
         }
     }
     Ok(p)
@@ -261,12 +360,30 @@ mod tests {
         let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
         assert_eq!(at(20, 32).strategy, Strategy::Smem);
         assert_eq!(at(40, 176).strategy, Strategy::Smem);
-        assert_eq!(at(40, 352).strategy, Strategy::Blocked);
-        assert_eq!(at(60, 1024).strategy, Strategy::Blocked);
-        assert_eq!(at(8, 2048).strategy, Strategy::Large);
+        assert_eq!(at(40, 352).strategy, Strategy::Cluster);
+        assert_eq!(at(640, 512).strategy, Strategy::Blocked);
+        assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
+        assert_eq!(at(60, 1024).panel.groups, 2);
+        assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
+        assert_eq!(at(8, 2048).panel.groups, 8);
         let big = at(2, 4096);
-        assert_eq!(big.strategy, Strategy::Large);
-        assert!(big.panel.groups >= 2);
+        assert_eq!(big.strategy, Strategy::Cluster);
+        assert_eq!(big.panel.groups, 8);
+        assert!(big.panel.tensor_trailing);
+        assert_eq!(at(1, 16384).strategy, Strategy::Large);
+        let mut old = d.clone();
+        old.compute_capability = (8, 0);
+        let p = plan(Shape::new(2, 4096).unwrap(), &old, &t, None).unwrap();
+        assert_eq!(p.strategy, Strategy::Large);
+        assert!(
+            plan(
+                Shape::new(2, 4096).unwrap(),
+                &old,
+                &t,
+                Some(Strategy::Cluster)
+            )
+            .is_err()
+        );
         assert!((230..=240).contains(&smem_fit_n(&d)));
     }
 
@@ -306,6 +423,7 @@ mod tests {
         for (n, s, src) in [
             (100, Strategy::Smem, &smem::SOURCE),
             (300, Strategy::Blocked, &panel::SOURCE),
+            (3000, Strategy::Cluster, &panel::SOURCE),
             (3000, Strategy::Large, &panel::SOURCE),
         ] {
             let p = plan(Shape::new(2, n).unwrap(), &d, &t, Some(s)).unwrap();

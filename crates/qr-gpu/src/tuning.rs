@@ -27,6 +27,22 @@ pub struct Tuning {
     /// planner splits rows so that the batch's blocks roughly fill the SMs,
     /// within these bounds. Table "large split" (H200).
     pub large_rows_per_block: (usize, usize),
+    /// Block size of the panel kernel on the `cluster` path. Table "cluster
+    /// panel" (H200).
+    pub cluster_panel_threads: u32,
+    /// Most blocks in a panel cluster (8 is the portable limit). Table
+    /// "cluster panel".
+    pub cluster_max_blocks: u32,
+    /// Fewest panel rows per cluster block: below it the cluster barrier
+    /// costs more than the shorter row chain saves. Table "cluster panel".
+    pub cluster_min_rows: usize,
+    /// Cluster blocks per SM the planner aims for: the cluster size is at
+    /// most `sm_count * this / batch`. Table "cluster panel".
+    pub cluster_blocks_per_sm: u32,
+    /// Trailing update on the fused tensor-core kernel where the device has
+    /// tf32 `mma.sync` (sm_80+). Table "trailing update" and
+    /// docs/perf/trailing_tc.md.
+    pub tensor_trailing: bool,
 }
 
 impl Default for Tuning {
@@ -37,6 +53,11 @@ impl Default for Tuning {
             blocked_panel_threads: 256,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),
+            cluster_panel_threads: 256,
+            cluster_max_blocks: 8,
+            cluster_min_rows: 128,
+            cluster_blocks_per_sm: 1,
+            tensor_trailing: true,
         }
     }
 }

@@ -5,6 +5,7 @@
 
 pub(crate) mod panel;
 pub(crate) mod smem;
+pub(crate) mod trailing_tc;
 pub(crate) mod util;
 
 /// One embedded kernel family.
@@ -22,7 +23,12 @@ pub(crate) struct KernelSource {
 
 /// Every family, for the source checks.
 #[cfg(test)]
-pub(crate) const ALL: &[&KernelSource] = &[&smem::SOURCE, &panel::SOURCE, &util::SOURCE];
+pub(crate) const ALL: &[&KernelSource] = &[
+    &smem::SOURCE,
+    &panel::SOURCE,
+    &trailing_tc::SOURCE,
+    &util::SOURCE,
+];
 
 /// Grid size as the driver wants it; shapes are validated long before, so a
 /// value past `u32` is a planning bug reported as an error, not a panic.

@@ -14,7 +14,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panel",
     source: concat!(include_str!("../prelude.cu"), include_str!("panel.cu")),
     entries: &[FACTOR],
-    defines: &["PANEL_THREADS", "PANEL_LD"],
+    defines: &["PANEL_THREADS", "PANEL_LD", "PANEL_CLUSTER"],
 };
 
 /// Panel width; the kernel maps one lane to one panel column.
@@ -25,11 +25,27 @@ pub(crate) const LD: usize = NB + 1;
 /// Shared-memory bytes per panel row.
 pub(crate) const ROW_BYTES: usize = LD * std::mem::size_of::<f32>();
 
+/// How the blocks of one matrix meet to add their partial sums.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Meeting {
+    /// One block per matrix: nothing to add.
+    Alone,
+    /// Through global memory behind a counter barrier (cooperative launch).
+    Global,
+    /// A thread-block cluster of this many blocks (sm_90 and later).
+    Cluster(u32),
+}
+
 /// The `-D` defines of this family for blocks of `threads`.
-pub(crate) fn defines(threads: u32) -> Vec<(String, String)> {
+pub(crate) fn defines(threads: u32, meeting: Meeting) -> Vec<(String, String)> {
+    let cluster = match meeting {
+        Meeting::Cluster(k) => k,
+        Meeting::Alone | Meeting::Global => 0,
+    };
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
         ("PANEL_LD".to_string(), LD.to_string()),
+        ("PANEL_CLUSTER".to_string(), cluster.to_string()),
     ]
 }
 
@@ -48,7 +64,8 @@ pub(crate) struct PanelBuffers {
     pub partials: u64,
     /// The diagonal row of the current reflector (batch * 2 * NB floats).
     pub rowbuf: u64,
-    /// Barrier counters (batch), zeroed before the factorization.
+    /// Barrier counters and their bases (2 * batch), zeroed before the
+    /// factorization.
     pub counters: u64,
 }
 
@@ -57,9 +74,10 @@ pub(crate) struct PanelBuffers {
 pub(crate) fn function(
     engine: &Engine,
     threads: u32,
+    meeting: Meeting,
     max_rows: usize,
 ) -> Result<CudaFunction, QrError> {
-    let f = engine.function(&SOURCE, &defines(threads), FACTOR)?;
+    let f = engine.function(&SOURCE, &defines(threads, meeting), FACTOR)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         (max_rows * ROW_BYTES) as i32,
@@ -75,6 +93,7 @@ pub(crate) fn launch(
     engine: &Engine,
     f: &CudaFunction,
     threads: u32,
+    meeting: Meeting,
     groups: u32,
     n: usize,
     p: usize,
@@ -104,11 +123,13 @@ pub(crate) fn launch(
         .arg(&w)
         .arg(&g)
         .arg(&m0);
-    if groups == 1 {
+    if meeting != Meeting::Global {
         // SAFETY: every buffer is sized for the whole batch by the workspace
         // (h: batch*n*n, v: batch*n*NB, t: batch*NB*NB, tau: batch*n); the
         // blocks touch only matrices mat0..mat0+mats, which lie in the batch,
         // and the dynamic shared memory holds `chunk` rows as the kernel expects.
+        // A cluster's blocks are co-scheduled by the hardware (the kernel's
+        // cluster size equals `groups`, the grid's x extent).
         unsafe { b.launch(cfg) }.ctx("launching panel_factor_f32")?;
     } else {
         // SAFETY: as above, plus the partial-sum, row and counter buffers

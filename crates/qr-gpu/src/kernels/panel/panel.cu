@@ -6,14 +6,31 @@
 // row chunk in shared memory (odd leading dimension PANEL_LD) for the whole
 // panel. Lane c of every warp owns panel column c; warps split the rows.
 //
+// The blocks of one matrix meet once per reflector to add their partial sums:
+//   PANEL_CLUSTER = 0, groups = 1: no meeting;
+//   PANEL_CLUSTER = 0, groups > 1: through global memory behind a counter
+//     barrier (a cooperative launch keeps the blocks resident);
+//   PANEL_CLUSTER = k > 0: the k blocks form a thread-block cluster and read
+//     each other's shared memory after a hardware cluster barrier (sm_90+).
+// Every block adds the partials in the same order, so all of them form the
+// same reflector, and every run gets the same bits.
+//
 // Reflector r needs one reduction: for every lane c, the sum over the rows
-// below r of x * A[., c] (x = column r), in double. Lane r's sum is
-// ||x[1..]||^2, lanes c > r give v^T A[., c] once scaled, and lanes c < r
-// give v_c^T x, the Gram column of the compact-WY T, for free. With
-// groups > 1 the per-block sums meet in global memory behind a barrier
-// among that matrix's blocks (a cooperative launch keeps them resident), and
-// every block adds them in the same order, so all of them form the same
-// reflector.
+// below r of x * A[., c] (x = column r). Lane r's sum is ||x[1..]||^2, lanes
+// c > r give v^T A[., c] once scaled, and lanes c < r give v_c^T x, the Gram
+// column of the compact-WY T, for free.
+//
+// Range: the panel is scaled by a power of two (exact) so that its largest
+// entry lies in [0.5, 1); Householder steps keep every entry below sqrt(rows)
+// then, so float32 products and sums cannot overflow, and a float32 square
+// only underflows for entries below 2^-63 of the panel's largest, far under
+// float32's rounding of the panel. Sums are float32 per lane (float32 is
+// what cuBLAS's and LAPACK's own updates use), added across warps and blocks
+// in double. A reflector whose scaled ||x[1..]||^2 falls below PANEL_TINY
+// (a column that has all but vanished, e.g. in a rank-deficient matrix) has
+// its sums redone in double, so that tau = 0 stays exactly "x[1..] is zero".
+// R's entries are scaled back when the panel is written out; V, T and tau do
+// not depend on the scale.
 //
 // Outputs: the factored panel in H, tau, the explicit unit-lower V (zero
 // padded to 32 columns) and the 32 x 32 upper-triangular T with
@@ -25,12 +42,22 @@
 #ifndef PANEL_LD
 #error "PANEL_LD (shared leading dimension) must be defined by the plan"
 #endif
+#ifndef PANEL_CLUSTER
+#error "PANEL_CLUSTER (blocks per thread-block cluster, 0 for none) must be defined by the plan"
+#endif
 #define PANEL_NB 32
 #define PANEL_WARPS (PANEL_THREADS / 32)
+// 2^-60: below it a scaled squared norm may have lost bits to underflow.
+#define PANEL_TINY 8.673617379884035e-19
 
-// Barrier among the `groups` blocks of one matrix. `counter` only grows during
-// a factorization (zeroed before it), so `target` is the number of arrivals
-// expected after this barrier.
+#if PANEL_CLUSTER > 0
+#define PANEL_CLUSTER_ATTR __cluster_dims__(PANEL_CLUSTER, 1, 1)
+#else
+#define PANEL_CLUSTER_ATTR
+#endif
+
+// Barrier among the `groups` blocks of one matrix through a counter that only
+// grows during a factorization; `target` is the arrivals expected after it.
 __device__ __forceinline__ void group_barrier(u32* counter, u32 target) {
     __syncthreads();
     if (threadIdx.x == 0) {
@@ -43,7 +70,101 @@ __device__ __forceinline__ void group_barrier(u32* counter, u32 target) {
     __syncthreads();
 }
 
-extern "C" __global__ void __launch_bounds__(PANEL_THREADS)
+#if PANEL_CLUSTER > 0
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The address of `p` (this block's shared memory) in block `rank`'s window.
+__device__ __forceinline__ u32 cluster_addr(const void* p, u32 rank) {
+    u32 local, remote;
+    asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }"
+                 : "=r"(local)
+                 : "l"(p));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+
+__device__ __forceinline__ double cluster_ld_f64(const void* p, u32 rank) {
+    double v;
+    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(cluster_addr(p, rank)) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ float cluster_ld_f32(const void* p, u32 rank) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(cluster_addr(p, rank)) : "memory");
+    return v;
+}
+#endif
+
+// Where the blocks of one matrix meet.
+struct Meet {
+    double* partials;  // global: [matrix][2 slots][groups][32]
+    float* rowbuf;     // global: [matrix][2 slots][32]
+    u32* counters;     // global: [matrix][arrivals, base]
+    int groups, g, m;
+    u32 base;          // arrivals before this launch
+    int k;             // meetings so far in this launch
+};
+
+// Adds lane `lane`'s value `t` over the matrix's blocks (or takes the max when
+// `use_max`), and fetches lane `lane` of `owner`'s row `rv`. Called by every
+// thread of the block; `t`, `rv` are read from warp 0 only; the results land
+// in `tot[lane]` and `rowv[lane]` for the whole block.
+template <bool use_max>
+__device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, double* tot,
+                                     float* rowv, double (*xpart)[PANEL_NB],
+                                     float (*xrow)[PANEL_NB]) {
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int slot = mt.k & 1;
+    mt.k += 1;
+    if (mt.groups == 1) {
+        if (warp == 0) {
+            tot[lane] = t;
+            rowv[lane] = rv;
+        }
+        __syncthreads();
+        return;
+    }
+#if PANEL_CLUSTER > 0
+    if (warp == 0) {
+        xpart[slot][lane] = t;
+        xrow[slot][lane] = rv;
+    }
+    cluster_barrier();
+    if (warp == 0) {
+        double s = 0.0;
+        for (int q = 0; q < PANEL_CLUSTER; ++q) {
+            const double x = cluster_ld_f64(&xpart[slot][lane], (u32)q);
+            s = use_max ? fmax(s, x) : s + x;
+        }
+        tot[lane] = s;
+        rowv[lane] = cluster_ld_f32(&xrow[slot][lane], (u32)owner);
+    }
+#else
+    const long long sl = (long long)mt.m * 2 + slot;
+    if (warp == 0) {
+        mt.partials[(sl * mt.groups + mt.g) * PANEL_NB + lane] = t;
+        if (mt.g == owner) mt.rowbuf[sl * PANEL_NB + lane] = rv;
+    }
+    group_barrier(mt.counters + 2 * mt.m, mt.base + (u32)mt.groups * (u32)mt.k);
+    if (warp == 0) {
+        const volatile double* pp = mt.partials + sl * mt.groups * PANEL_NB + lane;
+        double s = 0.0;
+        for (int q = 0; q < mt.groups; ++q) {
+            const double x = pp[q * PANEL_NB];
+            s = use_max ? fmax(s, x) : s + x;
+        }
+        tot[lane] = s;
+        rowv[lane] = ((const volatile float*)mt.rowbuf)[sl * PANEL_NB + lane];
+    }
+#endif
+    __syncthreads();
+}
+
+extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
     panel_factor_f32(float* __restrict__ h, float* __restrict__ vbuf, float* __restrict__ tbuf,
                      float* __restrict__ tau, double* partials, float* rowbuf, u32* counters,
                      int n, int p, int w, int groups, int mat0) {
@@ -53,6 +174,9 @@ extern "C" __global__ void __launch_bounds__(PANEL_THREADS)
     __shared__ float rowv[PANEL_NB];
     __shared__ double gram[PANEL_NB][PANEL_NB + 1];
     __shared__ float taus[PANEL_NB];
+    __shared__ double xpart[2][PANEL_NB];
+    __shared__ float xrow[2][PANEL_NB];
+    __shared__ u32 base_s;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = blockIdx.x, m = mat0 + blockIdx.y;
@@ -62,45 +186,71 @@ extern "C" __global__ void __launch_bounds__(PANEL_THREADS)
     const int rows = min(nrow, r0 + chunk) - r0;
     float* hm = h + (long long)m * n * n + (long long)p * n + p;
 
+#if PANEL_CLUSTER == 0
+    if (groups > 1 && tid == 0) base_s = ((volatile u32*)counters)[2 * m + 1];
+#endif
+    float amax = 0.0f;
     for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS) {
         const int lr = idx >> 5, c = idx & 31;
-        s[lr * PANEL_LD + c] = c < w ? hm[(long long)(r0 + lr) * n + c] : 0.0f;
+        const float x = c < w ? hm[(long long)(r0 + lr) * n + c] : 0.0f;
+        s[lr * PANEL_LD + c] = x;
+        amax = fmaxf(amax, fabsf(x));
+    }
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) red[warp][0] = (double)amax;
+    __syncthreads();
+    Meet mt{partials, rowbuf, counters, groups, g, m, groups > 1 ? base_s : 0u, 0};
+    {
+        double bmax = 0.0;
+        if (warp == 0)
+            for (int q = 0; q < PANEL_WARPS; ++q) bmax = fmax(bmax, red[q][0]);
+        meet<true>(mt, lane == 0 ? bmax : 0.0, 0.0f, 0, tot, rowv, xpart, xrow);
+    }
+    // Non-finite panels (their matrix is NaN-filled later) keep scale 1.
+    int ex = 0;
+    if (tot[0] > 0.0 && tot[0] <= 3.4028234663852886e38) frexpf((float)tot[0], &ex);
+    for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS) {
+        const int lr = idx >> 5, c = idx & 31;
+        s[lr * PANEL_LD + c] = ldexpf(s[lr * PANEL_LD + c], -ex);
     }
     __syncthreads();
 
     for (int r = 0; r < w; ++r) {
         const int first = max(0, r + 1 - r0);
         const bool owner = r >= r0 && r < r0 + rows;
-        double acc = 0.0;
-        for (int lr = first + warp; lr < rows; lr += PANEL_WARPS)
-            acc += (double)s[lr * PANEL_LD + r] * (double)s[lr * PANEL_LD + lane];
-        red[warp][lane] = acc;
+        const int owner_g = r / chunk;
+        {
+            float a0 = 0.0f, a1 = 0.0f;
+            int lr = first + warp;
+            for (; lr + PANEL_WARPS < rows; lr += 2 * PANEL_WARPS) {
+                a0 = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], a0);
+                a1 = fmaf(s[(lr + PANEL_WARPS) * PANEL_LD + r],
+                          s[(lr + PANEL_WARPS) * PANEL_LD + lane], a1);
+            }
+            if (lr < rows) a0 = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], a0);
+            red[warp][lane] = (double)a0 + (double)a1;
+        }
         __syncthreads();
-        if (warp == 0) {
+        {
             double t = 0.0;
-            for (int q = 0; q < PANEL_WARPS; ++q) t += red[q][lane];
-            const float rv = owner ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
-            if (groups == 1) {
-                tot[lane] = t;
-                rowv[lane] = rv;
-            } else {
-                const long long slot = (long long)m * 2 + ((p + r) & 1);
-                partials[(slot * groups + g) * PANEL_NB + lane] = t;
-                if (owner) rowbuf[slot * PANEL_NB + lane] = rv;
-            }
+            if (warp == 0)
+                for (int q = 0; q < PANEL_WARPS; ++q) t += red[q][lane];
+            const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
+            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow);
         }
-        if (groups > 1) {
-            group_barrier(counters + m, (u32)groups * (u32)(p + r + 1));
-            if (warp == 0) {
-                const long long slot = (long long)m * 2 + ((p + r) & 1);
-                const volatile double* pp = partials + slot * groups * PANEL_NB + lane;
-                double t = 0.0;
-                for (int q = 0; q < groups; ++q) t += pp[q * PANEL_NB];
-                tot[lane] = t;
-                rowv[lane] = ((const volatile float*)rowbuf)[slot * PANEL_NB + lane];
-            }
+        // tot is the same in every block of the matrix, so this branch is too.
+        if (tot[r] < PANEL_TINY) {
+            double acc = 0.0;
+            for (int lr = first + warp; lr < rows; lr += PANEL_WARPS)
+                acc += (double)s[lr * PANEL_LD + r] * (double)s[lr * PANEL_LD + lane];
+            red[warp][lane] = acc;
+            __syncthreads();
+            double t = 0.0;
+            if (warp == 0)
+                for (int q = 0; q < PANEL_WARPS; ++q) t += red[q][lane];
+            const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
+            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow);
         }
-        __syncthreads();
 
         const Reflector rf = make_reflector(rowv[r], tot[r]);
         if (warp == 0) {
@@ -111,14 +261,18 @@ extern "C" __global__ void __launch_bounds__(PANEL_THREADS)
             float wc = 0.0f;
             if (lane > r && lane < w)
                 wc = (float)((double)rf.tau * ((double)rowv[lane] + rf.scale * tot[lane]));
+            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the sums were
+            // redone in double, so a float32 scale is exact to rounding.
+            const bool fast = fabs(rf.scale) < 1.0e30;
+            const float fs = (float)rf.scale;
             for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
                 const float x = s[lr * PANEL_LD + r];
                 __syncwarp();
-                const float v = (float)((double)x * rf.scale);
+                const float v = fast ? x * fs : (float)((double)x * rf.scale);
                 if (lane == r)
                     s[lr * PANEL_LD + r] = v;
                 else if (lane > r && lane < w)
-                    s[lr * PANEL_LD + lane] -= v * wc;
+                    s[lr * PANEL_LD + lane] = fmaf(-v, wc, s[lr * PANEL_LD + lane]);
             }
             if (owner && warp == 0) {
                 if (lane == r)
@@ -129,11 +283,19 @@ extern "C" __global__ void __launch_bounds__(PANEL_THREADS)
         }
         __syncthreads();
     }
+#if PANEL_CLUSTER > 0
+    // No block may leave while another can still read its shared memory.
+    if (groups > 1) cluster_barrier();
+#else
+    if (groups > 1 && g == 0 && tid == 0)
+        counters[2 * m + 1] = mt.base + (u32)groups * (u32)mt.k;
+#endif
 
     for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS) {
         const int lr = idx >> 5, c = idx & 31, pr = r0 + lr;
         const float x = s[lr * PANEL_LD + c];
-        if (c < w) hm[(long long)pr * n + c] = x;
+        // R (on and above the diagonal) goes back to the input's scale.
+        if (c < w) hm[(long long)pr * n + c] = pr <= c ? ldexpf(x, ex) : x;
         const float v = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
         vbuf[(long long)m * n * PANEL_NB + (long long)pr * PANEL_NB + c] = v;
     }

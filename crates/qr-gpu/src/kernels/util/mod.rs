@@ -1,4 +1,5 @@
-//! Batch-wide helpers: non-finite detection, NaN fill and transposes.
+//! Batch-wide helpers: non-finite and overflow detection, NaN fill and
+//! transposes.
 
 use cudarc::driver::{LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
@@ -8,13 +9,14 @@ use crate::engine::Engine;
 use crate::error::DriverContext;
 
 const NONFINITE: &str = "util_nonfinite_f32";
+const OVERFLOW: &str = "util_overflow_f32";
 const NANFILL: &str = "util_nanfill_f32";
 const TRANSPOSE: &str = "util_transpose_f32";
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "util",
     source: concat!(include_str!("../prelude.cu"), include_str!("util.cu")),
-    entries: &[NONFINITE, NANFILL, TRANSPOSE],
+    entries: &[NONFINITE, OVERFLOW, NANFILL, TRANSPOSE],
     defines: &[],
 };
 
@@ -36,6 +38,32 @@ pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Res
     Ok(())
 }
 
+/// `info[b] = 2` (`Info::OVERFLOW`) for every matrix with `info[b] == 0`
+/// whose `h` or `tau` holds a NaN or an infinity: a finite input whose
+/// factors do not fit `f32`.
+pub(crate) fn overflow(
+    engine: &Engine,
+    shape: Shape,
+    h: u64,
+    tau: u64,
+    info: u64,
+) -> Result<(), QrError> {
+    let f = engine.function(&SOURCE, &[], OVERFLOW)?;
+    let n = shape.n() as i32;
+    let cfg = LaunchConfig {
+        grid_dim: (grid_dim(shape.batch())?, 1, 1),
+        block_dim: (256, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&h).arg(&tau).arg(&info).arg(&n);
+    // SAFETY: `h` holds batch * n * n floats, `tau` batch * n and `info`
+    // batch ints (the caller's buffers, checked against `shape`); the kernel
+    // reads and writes only within them.
+    unsafe { b.launch(cfg) }.ctx("launching util_overflow_f32")?;
+    Ok(())
+}
+
 /// Fills `h` and `tau` of every matrix with a non-zero `info` with NaN.
 pub(crate) fn nanfill(
     engine: &Engine,
@@ -48,7 +76,7 @@ pub(crate) fn nanfill(
     let n = shape.n() as i32;
     let per_matrix = shape.matrix_len().div_ceil(256 * 8).clamp(1, 64);
     let cfg = LaunchConfig {
-        grid_dim: (per_matrix as u32, grid_dim(shape.batch())?, 1),
+        grid_dim: (grid_dim(shape.batch())?, per_matrix as u32, 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };

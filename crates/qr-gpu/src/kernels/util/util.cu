@@ -1,5 +1,5 @@
-// Batch-wide helpers: the per-matrix non-finite check and NaN fill (the
-// device side of qr-core's Info), and the row-major <-> column-major transpose
+// Batch-wide helpers: the per-matrix non-finite and overflow checks and the
+// NaN fill (the device side of qr-core's Info), and the row-major <-> column-major transpose
 // the vendor peers need.
 
 // info[b] = 1 when matrix b holds a NaN or an infinity, else 0.
@@ -17,19 +17,41 @@ extern "C" __global__ void util_nonfinite_f32(const float* __restrict__ a, int* 
     if (threadIdx.x == 0) info[blockIdx.x] = bad ? 1 : 0;
 }
 
+// info[b] = 2 (OVERFLOW) when matrix b was finite (info 0) but its H or tau
+// holds a NaN or an infinity: its R or a reflector did not fit f32.
+// Grid: one block per matrix. Runs after the factorization, before the fill.
+extern "C" __global__ void util_overflow_f32(const float* __restrict__ h,
+                                             const float* __restrict__ tau, int* __restrict__ info,
+                                             int n) {
+    const int b = blockIdx.x;
+    // Uniform per block, so the early return leaves no thread at the barrier.
+    if (info[b] != 0) return;
+    const long long len = (long long)n * n;
+    const float* m = h + (long long)b * len;
+    const float* t = tau + (long long)b * n;
+    int bad = 0;
+    for (long long i = threadIdx.x; i < len; i += blockDim.x)
+        bad |= (__float_as_uint(m[i]) & 0x7f800000u) == 0x7f800000u;
+    for (int i = threadIdx.x; i < n; i += blockDim.x)
+        bad |= (__float_as_uint(t[i]) & 0x7f800000u) == 0x7f800000u;
+    bad = __syncthreads_or(bad);
+    if (threadIdx.x == 0 && bad) info[b] = 2;
+}
+
 // Fills H and tau of every matrix whose info is non-zero with NaN.
-// Grid: (blocks per matrix, matrices).
+// Grid: (matrices, blocks per matrix): matrices on x, whose limit is 2^31 - 1
+// rather than y's 65535.
 extern "C" __global__ void util_nanfill_f32(float* __restrict__ h, float* __restrict__ tau,
                                             const int* __restrict__ info, int n) {
-    const int b = blockIdx.y;
+    const int b = blockIdx.x;
     if (info[b] == 0) return;
     const long long len = (long long)n * n;
     float* m = h + (long long)b * len;
     const float nan = qr_nan_f32();
-    for (long long i = (long long)blockIdx.x * blockDim.x + threadIdx.x; i < len;
-         i += (long long)gridDim.x * blockDim.x)
+    for (long long i = (long long)blockIdx.y * blockDim.x + threadIdx.x; i < len;
+         i += (long long)gridDim.y * blockDim.x)
         m[i] = nan;
-    if (blockIdx.x == 0)
+    if (blockIdx.y == 0)
         for (int i = threadIdx.x; i < n; i += blockDim.x) tau[(long long)b * n + i] = nan;
 }
 

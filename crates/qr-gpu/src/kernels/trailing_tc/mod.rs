@@ -1,0 +1,119 @@
+//! Launcher of the fused tensor-core trailing update (launch contract:
+//! `README.md` beside the kernel; measurements: `docs/perf/trailing_tc.md`).
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use qr_core::QrError;
+
+use super::{KernelSource, grid_dim};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+const APPLY: &str = "trailing_tc_apply_f32";
+
+pub(crate) const SOURCE: KernelSource = KernelSource {
+    family: "trailing_tc",
+    source: concat!(
+        include_str!("../prelude.cu"),
+        include_str!("trailing_tc.cu")
+    ),
+    entries: &[APPLY],
+    defines: &[
+        "TC_SPLIT",
+        "TC_BN",
+        "TC_WARPS",
+        "TC_MIN_BLOCKS",
+        "TC_FLUSH",
+        "TC_PREFETCH",
+        "TC_VEC4",
+    ],
+};
+
+/// Columns of the trailing matrix per block (`TC_BN`).
+const BN: usize = 32;
+/// Warps per block (`TC_WARPS`).
+const WARPS: u32 = 8;
+
+/// The defines of the measured choice (docs/perf/trailing_tc.md, "Tiles and
+/// speed": tf32 3-pass, 32 columns, 8 warps, per-slab flush), with 16-byte
+/// accesses when every A2 row is 16-byte aligned.
+pub(crate) fn defines(vec4: bool) -> Vec<(String, String)> {
+    [
+        ("TC_SPLIT", "0"),
+        ("TC_BN", "32"),
+        ("TC_WARPS", "8"),
+        ("TC_MIN_BLOCKS", "2"),
+        ("TC_FLUSH", "1"),
+        ("TC_PREFETCH", "0"),
+        ("TC_VEC4", if vec4 { "1" } else { "0" }),
+    ]
+    .into_iter()
+    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .collect()
+}
+
+/// Tensor-core update operands of one launch (device pointers of matrix 0
+/// and element strides between matrices).
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Operands {
+    /// Top-left element of A2 (row p, column p + 32 of matrix 0).
+    pub a: u64,
+    /// Elements between matrices' A2 (n * n).
+    pub a_stride: usize,
+    /// Leading dimension of A2 rows (n).
+    pub lda: usize,
+    /// V of matrix 0 (nrow x 32, leading dimension 32).
+    pub v: u64,
+    /// Elements between matrices' V.
+    pub v_stride: usize,
+    /// T of matrix 0 (32 x 32).
+    pub t: u64,
+    /// Elements between matrices' T.
+    pub t_stride: usize,
+}
+
+/// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
+/// width `w`.
+pub(crate) fn launch(
+    engine: &Engine,
+    op: &Operands,
+    nrow: usize,
+    ntrail: usize,
+    w: usize,
+    mats: usize,
+) -> Result<(), QrError> {
+    if ntrail == 0 || mats == 0 {
+        return Ok(());
+    }
+    let vec4 = op.lda % 4 == 0 && op.a % 16 == 0;
+    let f = engine.function(&SOURCE, &defines(vec4), APPLY)?;
+    let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
+    let cfg = LaunchConfig {
+        grid_dim: (grid_dim(blocks)?, 1, 1),
+        block_dim: (32 * WARPS, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let int = |x: usize| -> Result<i32, QrError> {
+        i32::try_from(x).map_err(|_| QrError::Unsupported {
+            message: format!("a trailing dimension of {x} exceeds the kernel's int"),
+        })
+    };
+    let (lda, nrow_i, ntrail_i, w_i) = (int(op.lda)?, int(nrow)?, int(ntrail)?, int(w)?);
+    let (sa, sv, st) = (op.a_stride as i64, op.v_stride as i64, op.t_stride as i64);
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&op.a)
+        .arg(&sa)
+        .arg(&lda)
+        .arg(&op.v)
+        .arg(&sv)
+        .arg(&op.t)
+        .arg(&st)
+        .arg(&nrow_i)
+        .arg(&ntrail_i)
+        .arg(&w_i);
+    // SAFETY: A2 of each of the `mats` matrices lies inside H (nrow rows of
+    // lda from row p, ntrail columns right of the panel), V and T inside the
+    // workspace sized for the batch at these strides; the kernel writes only
+    // A2 and reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
+    unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;
+    Ok(())
+}
