@@ -54,14 +54,37 @@ fn sizes(g: &GpuBackend, s: Strategy) -> Vec<usize> {
     let mut v: Vec<usize> = match s {
         Strategy::Smem => vec![1, 2, 31, 32, 33, 65, 120, 128, 176, 200, 230],
         Strategy::Blocked => vec![1, 2, 31, 32, 33, 65, 120, 240, 511, 513, 1000],
+        Strategy::Cluster => vec![1, 2, 31, 33, 65, 240, 257, 511, 513, 1000, 2047, 2048, 4096],
         Strategy::Large => vec![1, 2, 31, 33, 65, 240, 511, 513, 1000, 2047, 2048, 4096],
     };
     match s {
         Strategy::Smem => v.push(qr_gpu::smem_fit_n(g.device())),
         Strategy::Blocked => v.push(qr_gpu::panel_fit_rows(g.device())),
-        Strategy::Large => {}
+        Strategy::Cluster | Strategy::Large => {}
     }
     v
+}
+
+/// The cuBLAS SGEMM trailing update (the fallback of devices without tf32
+/// tensor cores) on every panel strategy, sizes around the limits.
+fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        tensor_trailing: false,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning.clone())
+            .with_strategy(Some(s));
+        for (i, n) in [33, 200, 513, 1000].into_iter().enumerate() {
+            let case = Case::ALL_QR_V2[(i + 3) % Case::ALL_QR_V2.len()];
+            let sp = spec(batch_for(n), n, 2.0, case);
+            let a = generate(&sp, 300 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} sgemm {sp}"))?;
+        }
+    }
+    Ok(())
 }
 
 /// Each strategy forced on sizes around its limits, one distribution per
@@ -278,6 +301,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
     for (s, mid) in [
         (Strategy::Smem, 120),
         (Strategy::Blocked, 513),
+        (Strategy::Cluster, 1000),
         (Strategy::Large, 1000),
     ] {
         t.push((
@@ -305,7 +329,8 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_non_finite(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 7] = [
+    let plain: [(&str, Test); 8] = [
+        ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
             forced_out_of_range_is_an_error,
