@@ -82,6 +82,10 @@ cpu("subnormal_only", 1, 6, [mat(exponent=-128)])
 cpu("subnormal_entries_in_normal", 1, 6, [mat(overrides=[(3, [2, 5, 0, 0, 0, 1]), (10, special(12))], n=6)])
 cpu("near_max", 1, 3, [mat(exponent=126)])
 cpu("max_entries", 1, 2, [mat(structure=3, overrides=[(0, special(9)), (2, special(9))], n=2)])
+# Finite matrices whose R does not fit f32: Info::OVERFLOW beside normal ones.
+MAX, ONE = special(9), small(16)
+cpu("overflow_beside_normal", 3, 2, [mat(), mat(structure=3, overrides=[(0, MAX), (1, ONE), (2, MAX), (3, ONE)], n=2), mat(seed=10)])
+cpu("overflow_blocked", 2, 20, [mat(exponent=127, seed=11), mat()], small_n=0, block=6)
 cpu("column_graded", 1, 20, [mat(grading=1, step=7)], small_n=0, block=4)
 cpu("row_graded", 1, 20, [mat(grading=2, step=5)])
 cpu("entry_spread", 2, 30, [mat(grading=3), mat(grading=3, exponent=90)], small_n=0, block=7)
@@ -138,6 +142,14 @@ for i, text in enumerate([
     "1,64,1e-320,dense", "+3,+4,+1,dense", "2,2,1.5e3,upper",
 ]):
     write("parsers", "spec_%02d" % i, text.encode())
+
+# parsers: `qr bench --shapes` arguments (qr_verify::parse_shape).
+for i, text in enumerate([
+    "40x176", " 1x2048 ", "0x0", "5x0", "0x9", "+3x+4", "3x", "x3", "3x-1", "3X4",
+    "1x18446744073709551615", "18446744073709551615x0", "4611686018427387904x0",
+    "2305843009213693951x0", "2x2147483648", "1x1518500249", "1x4294967296",
+]):
+    write("parsers", "shape_%02d" % i, text.encode())
 
 # Found by the fuzzer (then rewritten in the current layout): two empty
 # batches of different orders have equal (empty) buffers.

@@ -12,7 +12,7 @@ use std::str::FromStr;
 use clap::{Args, ValueEnum};
 use qr_core::{Backend, BatchRef, BenchTiming, Factorization};
 use qr_cpu::CpuBackend;
-use qr_verify::{Case, GateReport, Spec, check, geomean};
+use qr_verify::{Case, GateReport, Spec, check, geomean, parse_shape};
 use serde::Serialize;
 
 use crate::error::{CliError, Outcome};
@@ -44,12 +44,13 @@ pub struct ShapeArg {
 impl FromStr for ShapeArg {
     type Err = CliError;
 
+    /// Through qr-verify's [`parse_shape`], so that an accepted shape has
+    /// passed `Shape::new` (its byte counts fit `isize`).
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        let bad = || CliError(format!("shape `{s}`: expected BATCHxN, e.g. 40x176"));
-        let (batch, n) = s.trim().split_once('x').ok_or_else(bad)?;
+        let shape = parse_shape(s).map_err(|e| CliError(e.to_string()))?;
         Ok(Self {
-            batch: batch.parse().map_err(|_| bad())?,
-            n: n.parse().map_err(|_| bad())?,
+            batch: shape.batch(),
+            n: shape.n(),
         })
     }
 }
@@ -377,6 +378,22 @@ mod tests {
         for bad in ["40", "x176", "40x", "40*176", "-1x3", "4x4x4"] {
             assert!(bad.parse::<ShapeArg>().is_err(), "{bad}");
         }
+    }
+
+    #[test]
+    fn shapes_whose_byte_counts_overflow_are_errors() {
+        let max = usize::MAX;
+        for bad in [
+            format!("1x{max}"),
+            format!("{max}x0"),
+            format!("2x{}", 1usize << 31),
+            format!("{}x1", 1usize << 62),
+        ] {
+            let e = bad.parse::<ShapeArg>().unwrap_err();
+            assert!(e.0.contains("does not fit"), "{bad}: {e}");
+        }
+        let edge = format!("{}x0", (isize::MAX as usize) / 4);
+        assert!(edge.parse::<ShapeArg>().is_ok(), "{edge}");
     }
 
     #[test]

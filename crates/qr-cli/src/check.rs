@@ -79,6 +79,10 @@ pub fn run(args: &CheckArgs) -> Result<Outcome, CliError> {
         }
         println!("{}", table.row(&cells));
     }
+    // The codes' meanings (NON_FINITE, OVERFLOW, ...), once per flagged matrix.
+    for (b, info) in f.info.iter().enumerate().filter(|(_, i)| !i.is_ok()) {
+        println!("matrix {b}: info {info}");
+    }
     println!(
         "worst sfr {}, worst orth {}: {}",
         fmt_gate(report.worst_sfr()),

@@ -19,6 +19,15 @@ impl Info {
     /// The other matrices of the batch are factored as usual.
     pub const NON_FINITE: Info = Info(1);
 
+    /// The matrix is finite but its factorization is not: some entry of `R`
+    /// (or of a reflector) does not fit `f32`, as when a column's 2-norm
+    /// exceeds `f32::MAX` (`[[MAX, 1], [MAX, 1]]`). Its `H` and `tau` are
+    /// filled with NaN, as for [`Info::NON_FINITE`]; the other matrices of
+    /// the batch are factored as usual. Scaling the matrix down (by a power
+    /// of two, which is exact) and scaling `R` back up is the remedy when
+    /// the caller can hold `R` in wider precision.
+    pub const OVERFLOW: Info = Info(2);
+
     /// `true` for [`Info::OK`].
     pub fn is_ok(self) -> bool {
         self == Self::OK
@@ -29,6 +38,7 @@ impl Info {
         match self {
             Self::OK => "factored",
             Self::NON_FINITE => "not factored: the matrix holds a NaN or an infinity",
+            Self::OVERFLOW => "not factored: R (or a reflector) does not fit f32",
             _ => "unknown status code",
         }
     }

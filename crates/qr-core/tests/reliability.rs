@@ -126,6 +126,10 @@ fn every_info_code_explains_itself() {
     assert_ne!(Info::NON_FINITE.describe(), Info::OK.describe());
     assert_eq!(Info(-7).describe(), "unknown status code");
     assert!(Info::NON_FINITE.to_string().starts_with("1 ("));
+    assert!(!Info::OVERFLOW.is_ok());
+    assert_eq!(Info::OVERFLOW, Info(2));
+    assert!(Info::OVERFLOW.describe().contains("does not fit f32"));
+    assert!(Info::OVERFLOW.to_string().starts_with("2 ("));
 }
 
 #[test]

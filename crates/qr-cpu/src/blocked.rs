@@ -50,9 +50,12 @@ impl Workspace {
     }
 }
 
-/// Factors the row-major `n x n` matrix `a` into `h` and `tau`, or flags it
-/// (`Info::NON_FINITE`, `h` and `tau` all NaN) when it holds a NaN or an
-/// infinity. `ws` must come from [`Workspace::new`] with the same `n`.
+/// Factors the row-major `n x n` matrix `a` into `h` and `tau`, or flags it,
+/// `h` and `tau` all NaN: `Info::NON_FINITE` when it holds a NaN or an
+/// infinity, `Info::OVERFLOW` when its factors do not fit `f32` (a column
+/// 2-norm above `f32::MAX`; the reflectors are computed in `f64`, so only the
+/// final rounding to `f32` overflows). `ws` must come from
+/// [`Workspace::new`] with the same `n`.
 pub(crate) fn factor_matrix(
     n: usize,
     a: &[f32],
@@ -72,6 +75,12 @@ pub(crate) fn factor_matrix(
         geqr2_row_major(n, n, h, n, tau, &mut ws.small);
     } else {
         blocked(n, h, tau, tuning, ws, par);
+    }
+    // O(n^2) beside the O(n^3) factorization.
+    if !h.iter().chain(tau.iter()).all(|x| x.is_finite()) {
+        h.fill(f32::NAN);
+        tau.fill(f32::NAN);
+        return Info::OVERFLOW;
     }
     Info::OK
 }

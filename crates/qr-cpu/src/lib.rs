@@ -24,7 +24,9 @@
 //!   trailing updates. Scratch is allocated once per worker.
 //! - A matrix holding a NaN or an infinity is not factored: its `info` is
 //!   [`qr_core::Info::NON_FINITE`] and its `H` and `tau` are NaN; the rest of
-//!   the batch is factored as usual.
+//!   the batch is factored as usual. A finite matrix whose factors do not fit
+//!   `f32` (a column 2-norm above `f32::MAX`) is [`qr_core::Info::OVERFLOW`],
+//!   NaN-filled the same way.
 //!
 //! Tuning constants and their measurements: [`Tuning`] and
 //! `docs/perf/qr-cpu.md`.

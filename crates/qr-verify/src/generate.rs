@@ -177,6 +177,28 @@ impl FromStr for Spec {
     }
 }
 
+/// Parses a batch shape written `BATCHxN` (e.g. `"40x176"`, surrounding
+/// white space allowed), validated by [`Shape::new`]: a count that is not a
+/// `usize`, or sizes whose byte counts overflow, are errors, never a panic.
+/// [`format_shape`] writes the form this reads.
+pub fn parse_shape(s: &str) -> Result<Shape, ParseError> {
+    let bad = |why: &str| {
+        ParseError(format!(
+            "shape `{s}`: {why} (expected BATCHxN, e.g. 40x176)"
+        ))
+    };
+    let (batch, n) = s.trim().split_once('x').ok_or_else(|| bad("no `x`"))?;
+    let batch = batch.parse().map_err(|_| bad("batch is not a count"))?;
+    let n = n.parse().map_err(|_| bad("n is not a count"))?;
+    Shape::new(batch, n).map_err(|e| bad(&e.to_string()))
+}
+
+/// Writes `shape` as `BATCHxN`, the form [`parse_shape`] reads (qr-core's
+/// `Display` for [`Shape`] writes `BATCHxNxN`).
+pub fn format_shape(shape: Shape) -> String {
+    format!("{}x{}", shape.batch(), shape.n())
+}
+
 /// Generates the batch `spec` describes from `seed`: row-major,
 /// `batch * n * n` values, the same bits for the same `(spec, seed)`.
 ///

@@ -7,6 +7,7 @@
 //! - [`gate`]: the per-matrix acceptance gate (`sfr`, `orth`) in `f64`.
 //! - [`oracle`]: `|diag R|` against nalgebra's `f64` QR.
 //! - [`reference`]: a textbook unblocked `geqrf` in `f64`.
+//! - [`recipe`]: LAPACK's QR test ratios (`xQRT01`) and threshold.
 //! - [`suite`]: the test and benchmark sets and the case runner.
 
 #![warn(missing_docs)]
@@ -16,12 +17,14 @@ pub mod gate;
 pub mod generate;
 pub mod householder;
 pub mod oracle;
+pub mod recipe;
 pub mod reference;
 pub mod suite;
 
 pub use gate::{GateReport, MatrixGate, check};
-pub use generate::{Case, LapackType, ParseError, Spec, generate};
+pub use generate::{Case, LapackType, ParseError, Spec, format_shape, generate, parse_shape};
 pub use householder::householder_product;
 pub use oracle::diag_r_mismatch;
+pub use recipe::{LAPACK_EPS, LAPACK_THRESH, lapack_ratios};
 pub use reference::geqr2_f64;
 pub use suite::{CaseResult, RunOptions, Set, benchmark_set, geomean, run_case, test_set};

@@ -5,18 +5,15 @@
 //! - `||A - Q R||_1 / (max(1, n) eps ||A||_1)`
 //! - `||I - Q^T Q||_1 / (max(1, n) eps)`
 //!
-//! with LAPACK's `eps = slamch('E') = 2^-24` and its default threshold 30.
+//! with LAPACK's `eps = slamch('E') = 2^-24` and its default threshold 30
+//! (`qr_verify::recipe`, shared with the GPU test target).
 //! Outputs are prefilled with a signalling-NaN pattern, so an element the
 //! backend never wrote fails the ratio (and is reported by name).
 
 use qr_core::{Backend, BatchMut, BatchRef, Info, Shape};
 use qr_cpu::{CpuBackend, Tuning};
-use qr_verify::{Case, LapackType, Spec, generate, householder_product};
+use qr_verify::{Case, LAPACK_THRESH, LapackType, Spec, generate, lapack_ratios};
 
-/// LAPACK's default `THRESH` for the QR tests.
-const THRESH: f64 = 30.0;
-/// `slamch('E')`: the single-precision unit roundoff LAPACK's ratios use.
-const EPS: f64 = 1.0 / (1u64 << 24) as f64;
 /// Never produced by arithmetic: a signalling NaN with a payload.
 const POISON: u32 = 0x7fa0_dead;
 
@@ -33,48 +30,6 @@ fn backends() -> [(&'static str, CpuBackend); 2] {
             }),
         ),
     ]
-}
-
-/// LAPACK's two ratios for one factored matrix.
-fn ratios(n: usize, a: &[f32], h: &[f32], tau: &[f32]) -> (f64, f64) {
-    let q = householder_product(n, h, tau);
-    let r = |i: usize, j: usize| if i <= j { f64::from(h[i * n + j]) } else { 0.0 };
-    let norm1 = |f: &dyn Fn(usize, usize) -> f64| {
-        (0..n)
-            .map(|j| (0..n).map(|i| f(i, j).abs()).sum::<f64>())
-            .fold(0.0, |m: f64, x| {
-                if m.is_nan() || x.is_nan() {
-                    f64::NAN
-                } else {
-                    m.max(x)
-                }
-            })
-    };
-    // Q R and Q^T Q by rows of Q, O(n^3) once per product.
-    let mut qr = vec![0.0f64; n * n];
-    let mut qtq = vec![0.0f64; n * n];
-    for i in 0..n {
-        for k in 0..n {
-            let qik = q[i * n + k];
-            for j in k..n {
-                qr[i * n + j] += qik * r(k, j);
-            }
-            for j in 0..n {
-                qtq[k * n + j] += qik * q[i * n + j];
-            }
-        }
-    }
-    let anorm = norm1(&|i, j| f64::from(a[i * n + j]));
-    let scale = n.max(1) as f64 * EPS;
-    let resid = norm1(&|i, j| f64::from(a[i * n + j]) - qr[i * n + j]);
-    let orth = norm1(&|i, j| qtq[i * n + j] - if i == j { 1.0 } else { 0.0 });
-    // LAPACK's convention for A = 0: the residual ratio is the residual itself.
-    let resid_ratio = if anorm > 0.0 {
-        resid / (scale * anorm)
-    } else {
-        resid / scale
-    };
-    (resid_ratio, orth / scale)
 }
 
 /// Factors `batch` matrices of `lapack` type and order `n` with each backend
@@ -106,9 +61,9 @@ fn run(t: LapackType, n: usize, batch: usize, seed: u64) -> (f64, f64) {
         assert_eq!(unwritten, None, "{spec} on {name}: element never written");
         for b in 0..batch {
             let m = b * n * n..(b + 1) * n * n;
-            let (res, orth) = ratios(n, &a[m.clone()], &h[m], &tau[b * n..(b + 1) * n]);
+            let (res, orth) = lapack_ratios(n, &a[m.clone()], &h[m], &tau[b * n..(b + 1) * n]);
             assert!(
-                res < THRESH && orth < THRESH,
+                res < LAPACK_THRESH && orth < LAPACK_THRESH,
                 "{spec} matrix {b} on {name}: ||A - QR|| ratio {res:.3}, ||I - Q^T Q|| ratio {orth:.3}"
             );
             worst = (worst.0.max(res), worst.1.max(orth));
@@ -155,21 +110,27 @@ fn the_ratios_catch_wrong_factorizations() {
     };
     let a = generate(&spec, 7);
     let f = qr_core::geqrf(&CpuBackend::new(), Shape::new(1, n).unwrap(), &a).unwrap();
-    let (r, o) = ratios(n, &a, &f.h, &f.tau);
-    assert!(r < THRESH && o < THRESH);
+    let (r, o) = lapack_ratios(n, &a, &f.h, &f.tau);
+    assert!(r < LAPACK_THRESH && o < LAPACK_THRESH);
 
     let mut h = f.h.clone();
     h[2] = f32::from_bits(POISON);
     // NaN fails the recipe's `<` test.
-    let (poisoned, _) = ratios(n, &a, &h, &f.tau);
+    let (poisoned, _) = lapack_ratios(n, &a, &h, &f.tau);
     assert!(
-        poisoned.is_nan() || poisoned >= THRESH,
+        poisoned.is_nan() || poisoned >= LAPACK_THRESH,
         "an unwritten R entry"
     );
     let mut h = f.h.clone();
     h[n + 1] *= 1.0 + 1e-4;
-    assert!(ratios(n, &a, &h, &f.tau).0 >= THRESH, "a perturbed R entry");
+    assert!(
+        lapack_ratios(n, &a, &h, &f.tau).0 >= LAPACK_THRESH,
+        "a perturbed R entry"
+    );
     let mut tau = f.tau.clone();
     tau[0] *= 0.999;
-    assert!(ratios(n, &a, &f.h, &tau).1 >= THRESH, "a wrong tau");
+    assert!(
+        lapack_ratios(n, &a, &f.h, &tau).1 >= LAPACK_THRESH,
+        "a wrong tau"
+    );
 }

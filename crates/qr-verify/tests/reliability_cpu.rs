@@ -212,22 +212,52 @@ fn ends_of_the_normal_range_pass_the_gate() {
 }
 
 /// A matrix whose `R` cannot be stored in `f32` (a column 2-norm above
-/// `f32::MAX`) must not come back as `Info::OK` with infinities in it.
-/// qr-cpu does that today (R[0][0] = -inf, info 0): docs/RELIABILITY.md,
-/// "Known gaps", asks qr-core for an info code and qr-cpu for the check.
+/// `f32::MAX`) is `Info::OVERFLOW` with NaN outputs, never `Info::OK` with
+/// infinities; its neighbours factor exactly as they would alone, and a
+/// matrix just inside the range (column norms about `f32::MAX / 2`) still
+/// factors, finite.
 #[test]
-#[ignore = "known gap: unrepresentable R is returned as Info::OK with infinities"]
 fn unrepresentable_r_is_flagged() {
-    let backend = CpuBackend::new();
-    let a = [f32::MAX, 1.0, f32::MAX, 1.0];
-    let f = factor(&backend, 1, 2, &a);
-    let finite = f.h.iter().chain(&f.tau).all(|x| x.is_finite());
-    assert!(
-        !f.info[0].is_ok() || finite,
-        "info {:?}, h {:?}",
-        f.info,
-        f.h
-    );
+    let max = f32::MAX;
+    for (name, backend) in backends() {
+        let f = factor(&backend, 1, 2, &[max, 1.0, max, 1.0]);
+        assert_eq!(f.info, [Info::OVERFLOW], "{name}: h {:?}", f.h);
+        assert!(f.h.iter().chain(&f.tau).all(|x| x.is_nan()), "{name}");
+
+        let inside = [max / 4.0, 1.0, max / 4.0, 1.0];
+        let f = factor(&backend, 1, 2, &inside);
+        assert_eq!(f.info, [Info::OK], "{name}: just inside the range");
+        assert!(f.h.iter().chain(&f.tau).all(|x| x.is_finite()), "{name}");
+
+        for n in ORDERS {
+            let len = n * n;
+            let mut a = dense(3, n, 40 + n as u64);
+            // Column 0 of matrix 1: every entry MAX / 2, norm MAX sqrt(n) / 2.
+            for i in 0..n {
+                a[len + i * n] = max / 2.0;
+            }
+            let f = factor(&backend, 3, n, &a);
+            assert_eq!(f.info, [Info::OK, Info::OVERFLOW, Info::OK], "{name} n={n}");
+            assert!(
+                f.h[len..2 * len]
+                    .iter()
+                    .chain(&f.tau[n..2 * n])
+                    .all(|x| x.is_nan()),
+                "{name} n={n}: the flagged matrix is not NaN-filled"
+            );
+            for b in [0, 2] {
+                let m = b * len..(b + 1) * len;
+                let alone = factor(&backend, 1, n, &a[m.clone()]);
+                assert_eq!(alone.info, [Info::OK]);
+                let same =
+                    |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
+                assert!(
+                    same(&alone.h, &f.h[m]) && same(&alone.tau, &f.tau[b * n..(b + 1) * n]),
+                    "{name} n={n}: matrix {b} differs beside an overflowing one"
+                );
+            }
+        }
+    }
 }
 
 #[test]

@@ -5,6 +5,9 @@
 //! The contract checked, per matrix (docs/RELIABILITY.md, "Magnitude
 //! regimes"):
 //! - any NaN or infinity: `Info::NON_FINITE`, `H` and `tau` all NaN;
+//! - finite, with a column 2-norm above `f32::MAX / (4n)` (where `R` or the
+//!   trailing update may not fit `f32`): `Info::OK` under the rules below,
+//!   or `Info::OVERFLOW` with `H` and `tau` all NaN;
 //! - otherwise `Info::OK`, every output written, `tau` in `[0, 2]`,
 //!   `tau[n-1] = 0`, `tau[j] = 0` leaves its stored reflector zero,
 //!   `tau[0] = 0` exactly when `A[1.., 0]` is zero, an upper-triangular `A`
@@ -16,11 +19,7 @@
 //!     orthogonality gate, and the residual gate measured against
 //!     `max(||A||_1, 2^-112)`, because `f32` subnormals carry an absolute
 //!     rounding error of `2^-150` that no relative bound can absorb;
-//!   - `amax > 2^112`: the gate too, and finite outputs while the largest
-//!     column 2-norm is at most `f32::MAX / (4n)`; beyond that `R` or the
-//!     trailing update may not fit `f32`, and a non-finite output with
-//!     `Info::OK` is the one gap tolerated (docs/RELIABILITY.md: it should
-//!     become an info code).
+//!   - `amax > 2^112`: the gate too; an `Info::OK` output is always finite.
 
 use qr_core::{Backend, BatchMut, BatchRef, Info, QrError, Shape};
 use qr_cpu::{CpuBackend, Tuning};
@@ -200,8 +199,6 @@ fn check_matrix(
         );
         return;
     }
-    assert_eq!(info, Info::OK, "{what}: finite input not factored");
-
     let amax = a.iter().fold(0.0f32, |m, x| m.max(x.abs()));
     let col_norm_max = (0..n)
         .map(|j| {
@@ -212,15 +209,22 @@ fn check_matrix(
         })
         .fold(0.0, f64::max);
     let representable = col_norm_max <= f64::from(f32::MAX) / (4 * n) as f64;
-    let finite = h.iter().chain(tau).all(|x| x.is_finite());
-    if !finite {
-        // The one tolerated gap: an R that does not fit f32 (docs/RELIABILITY.md).
+    if info == Info::OVERFLOW {
         assert!(
             !representable,
-            "{what}: non-finite output for a representable R (amax {amax:e})"
+            "{what}: OVERFLOW for a representable R (largest column norm {col_norm_max:e})"
+        );
+        assert!(
+            h.iter().chain(tau).all(|x| x.is_nan()),
+            "{what}: flagged outputs must be NaN"
         );
         return;
     }
+    assert_eq!(info, Info::OK, "{what}: finite input not factored");
+    assert!(
+        h.iter().chain(tau).all(|x| x.is_finite()),
+        "{what}: Info::OK with a non-finite output (amax {amax:e})"
+    );
     check_convention(what, n, a, h, tau);
 
     if amax == 0.0 {

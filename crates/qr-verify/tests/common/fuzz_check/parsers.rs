@@ -1,12 +1,13 @@
 //! Checks for the command-line parsers (`Spec`, `Case`, `Set` from
-//! strings): no panic, `Display` round-trips, an accepted `Spec` always has a
-//! valid shape, and generating a small accepted `Spec` gives finite values,
-//! the same bits twice, and (except `mixed`) a prefix independent of the
-//! batch size.
+//! strings, and `parse_shape`, behind `qr bench --shapes BATCHxN`): no
+//! panic, `Display` round-trips, an accepted `Spec` always has a valid shape,
+//! an accepted shape is exactly what a plain model of `Shape::new` accepts,
+//! and generating a small accepted `Spec` gives finite values, the same bits
+//! twice, and (except `mixed`) a prefix independent of the batch size.
 
 use std::str::FromStr;
 
-use qr_verify::{Case, Set, Spec, generate};
+use qr_verify::{Case, Set, Spec, format_shape, generate, parse_shape};
 
 /// Specs are only generated up to this many elements.
 const MAX_GENERATED: usize = 1 << 12;
@@ -19,6 +20,43 @@ pub fn check(data: &[u8]) {
     if let Some(spec) = round_trips::<Spec>(&text) {
         check_spec(&spec, data.len() as u64);
     }
+    check_shape(&text);
+}
+
+/// `parse_shape` accepts `text` exactly when the model below does, with the
+/// same sizes, and its printed form parses back to the same shape.
+fn check_shape(text: &str) {
+    let model = shape_model(text);
+    match parse_shape(text) {
+        Ok(shape) => {
+            assert_eq!(Some((shape.batch(), shape.n())), model, "`{text}` accepted");
+            let printed = format_shape(shape);
+            assert_eq!(
+                parse_shape(&printed).ok(),
+                Some(shape),
+                "`{text}` printed as `{printed}`"
+            );
+        }
+        Err(e) => {
+            assert_eq!(model, None, "`{text}` rejected: {e}");
+            assert!(!e.to_string().is_empty(), "`{text}`: empty error message");
+        }
+    }
+}
+
+/// A model of the shape grammar and of `Shape::new`'s limits, in `u128`
+/// arithmetic that cannot overflow for `usize` operands: both counts
+/// `usize`, `n * n` a `usize` (even for an empty batch), and
+/// `batch * n * n * 4` and `batch * 4` at most `isize::MAX`.
+fn shape_model(text: &str) -> Option<(usize, usize)> {
+    let (b, n) = text.trim().split_once('x')?;
+    let (b, n): (usize, usize) = (b.parse().ok()?, n.parse().ok()?);
+    let limit = isize::MAX as u128;
+    let (bw, nw) = (b as u128, n as u128);
+    // n * n fits u128; times batch may not, so compare by division.
+    let per = nw * nw;
+    let elems_ok = per <= usize::MAX as u128 && (per == 0 || bw <= limit / 4 / per);
+    (elems_ok && bw * 4 <= limit).then_some((b, n))
 }
 
 /// Parses `text`; when it parses, the printed form parses to the same value.
