@@ -11,6 +11,11 @@ use qr_gpu::peers::{CublasBatchedBackend, CusolverBackend};
 use qr_gpu::{GpuBackend, Strategy};
 use qr_verify::{Case, Spec, generate};
 
+#[path = "gpu/behaviour.rs"]
+mod behaviour;
+#[path = "gpu/failure_paths.rs"]
+mod failure_paths;
+
 type Test = fn(&Arc<GpuBackend>) -> Result<(), Failed>;
 type BoxedTest = Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>;
 
@@ -345,9 +350,10 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("peer_cusolver", peer_cusolver),
         ("peer_cublas_batched", peer_cublas_batched),
     ];
-    for (name, f) in plain {
+    for (name, f) in plain.into_iter().chain(failure_paths::TRIALS) {
         t.push((name.to_string(), Box::new(f)));
     }
+    t.extend(behaviour::trials());
     t
 }
 
