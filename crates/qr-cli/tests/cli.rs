@@ -165,4 +165,9 @@ fn misuse_exits_with_status_2() {
     );
     // Shapes are BATCHxN.
     assert_status(&qr(&["bench", "--backend", "cpu", "--shapes", "16"]), 2);
+    // A shape whose byte count overflows is refused while parsing, not run.
+    let o = qr(&["bench", "--backend", "cpu", "--shapes", "2x4294967296"]);
+    assert_status(&o, 2);
+    let err = String::from_utf8_lossy(&o.stderr);
+    assert!(err.contains("does not fit"), "{err}");
 }
