@@ -135,13 +135,16 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
     }
     cluster_barrier();
     if (warp == 0) {
+        // All remote loads first: issued back to back, their latencies overlap.
+        double x[PANEL_CLUSTER];
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = cluster_ld_f64(&xpart[slot][lane], (u32)q);
+        const float rv_owner = cluster_ld_f32(&xrow[slot][lane], (u32)owner);
         double s = 0.0;
-        for (int q = 0; q < PANEL_CLUSTER; ++q) {
-            const double x = cluster_ld_f64(&xpart[slot][lane], (u32)q);
-            s = use_max ? fmax(s, x) : s + x;
-        }
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
         tot[lane] = s;
-        rowv[lane] = cluster_ld_f32(&xrow[slot][lane], (u32)owner);
+        rowv[lane] = rv_owner;
     }
 #else
     const long long sl = (long long)mt.m * 2 + slot;
@@ -153,9 +156,14 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
     if (warp == 0) {
         const volatile double* pp = mt.partials + sl * mt.groups * PANEL_NB + lane;
         double s = 0.0;
-        for (int q = 0; q < mt.groups; ++q) {
-            const double x = pp[q * PANEL_NB];
-            s = use_max ? fmax(s, x) : s + x;
+        // Eight loads in flight at a time, added in block order.
+        for (int q0 = 0; q0 < mt.groups; q0 += 8) {
+            double x[8];
+#pragma unroll
+            for (int q = 0; q < 8; ++q) x[q] = q0 + q < mt.groups ? pp[(q0 + q) * PANEL_NB] : 0.0;
+#pragma unroll
+            for (int q = 0; q < 8; ++q)
+                if (q0 + q < mt.groups) s = use_max ? fmax(s, x[q]) : s + x[q];
         }
         tot[lane] = s;
         rowv[lane] = ((const volatile float*)mt.rowbuf)[sl * PANEL_NB + lane];
@@ -220,21 +228,32 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
         const bool owner = r >= r0 && r < r0 + rows;
         const int owner_g = r / chunk;
         {
-            float a0 = 0.0f, a1 = 0.0f;
+            // Four independent chains keep several shared-memory loads in
+            // flight; the reflector's latency is this loop's.
+            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
             int lr = first + warp;
-            for (; lr + PANEL_WARPS < rows; lr += 2 * PANEL_WARPS) {
-                a0 = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], a0);
-                a1 = fmaf(s[(lr + PANEL_WARPS) * PANEL_LD + r],
-                          s[(lr + PANEL_WARPS) * PANEL_LD + lane], a1);
+            for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
+#pragma unroll
+                for (int u = 0; u < 4; ++u) {
+                    const float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
+                    acc[u] = fmaf(row[r], row[lane], acc[u]);
+                }
             }
-            if (lr < rows) a0 = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], a0);
-            red[warp][lane] = (double)a0 + (double)a1;
+#pragma unroll
+            for (int u = 0; u < 3; ++u, lr += PANEL_WARPS)
+                if (lr < rows) acc[u] = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], acc[u]);
+            red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
         }
         __syncthreads();
         {
             double t = 0.0;
-            if (warp == 0)
-                for (int q = 0; q < PANEL_WARPS; ++q) t += red[q][lane];
+            if (warp == 0) {
+                double x[PANEL_WARPS];
+#pragma unroll
+                for (int q = 0; q < PANEL_WARPS; ++q) x[q] = red[q][lane];
+#pragma unroll
+                for (int q = 0; q < PANEL_WARPS; ++q) t += x[q];
+            }
             const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
             meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow);
         }
@@ -265,14 +284,20 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
             // redone in double, so a float32 scale is exact to rounding.
             const bool fast = fabs(rf.scale) < 1.0e30;
             const float fs = (float)rf.scale;
-            for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
-                const float x = s[lr * PANEL_LD + r];
-                __syncwarp();
-                const float v = fast ? x * fs : (float)((double)x * rf.scale);
-                if (lane == r)
-                    s[lr * PANEL_LD + r] = v;
-                else if (lane > r && lane < w)
+            // Column r is only read here (it becomes v after the barrier), so
+            // the rows need no ordering among the lanes and unroll freely.
+            if (lane > r && lane < w) {
+#pragma unroll 4
+                for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
+                    const float x = s[lr * PANEL_LD + r];
+                    const float v = fast ? x * fs : (float)((double)x * rf.scale);
                     s[lr * PANEL_LD + lane] = fmaf(-v, wc, s[lr * PANEL_LD + lane]);
+                }
+            }
+            __syncthreads();
+            for (int lr = first + tid; lr < rows; lr += PANEL_THREADS) {
+                const float x = s[lr * PANEL_LD + r];
+                s[lr * PANEL_LD + r] = fast ? x * fs : (float)((double)x * rf.scale);
             }
             if (owner && warp == 0) {
                 if (lane == r)

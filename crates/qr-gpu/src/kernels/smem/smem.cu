@@ -9,12 +9,22 @@
 // Step j: thread 0 forms the reflector of column j from the norm the previous
 // step left in s_xn2; the block scales column j into v; every column group
 // then applies H_j to its columns k > j. The group owning column j + 1 also
-// accumulates that column's new sub-diagonal norm (in double) for the next
-// step, which saves one block-wide reduction per column.
+// accumulates that column's new sub-diagonal norm while it updates it, which
+// saves one block-wide reduction per column.
+//
+// Range: as in the panel kernel, the matrix is scaled by a power of two
+// (exact) so that its largest entry lies in [0.5, 1); float32 products then
+// neither overflow nor lose anything above float32's rounding of the matrix.
+// A column whose scaled squared norm falls below SMEM_TINY has it recomputed
+// in double by the whole block, so tau = 0 stays exactly "x[1..] is zero".
+// R is scaled back when the matrix is written out.
 
 #ifndef SMEM_TPC
 #error "SMEM_TPC (threads per column) must be defined by the plan"
 #endif
+
+// 2^-60: below it a scaled squared norm may have lost bits to underflow.
+#define SMEM_TINY 8.673617379884035e-19
 
 // Lanes of this thread's column group, for group-local shuffles (the groups
 // of one warp run different numbers of columns, so a full mask would hang).
@@ -45,19 +55,47 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
     float* hm = h + off;
     float* taum = tau + (long long)blockIdx.x * n;
 
-    for (int idx = tid; idx < n * n; idx += nt) s[(idx / n) * lda + idx % n] = am[idx];
+    float amax = 0.0f;
+    for (int idx = tid; idx < n * n; idx += nt) {
+        const float x = am[idx];
+        s[(idx / n) * lda + idx % n] = x;
+        amax = fmaxf(amax, fabsf(x));
+    }
+    // Non-finite matrices (NaN-filled afterwards) keep scale 1.
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) scratch[tid >> 5] = (double)amax;
+    __syncthreads();
+    float m = 0.0f;
+    for (int w = 0; w < (nt + 31) >> 5; ++w) m = fmaxf(m, (float)scratch[w]);
+    int ex = 0;
+    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
+    for (int idx = tid; idx < n * n; idx += nt) {
+        float* e = s + (idx / n) * lda + idx % n;
+        *e = ldexpf(*e, -ex);
+    }
     __syncthreads();
 
-    double part = 0.0;
+    float part = 0.0f;
     for (int i = 1 + tid; i < n; i += nt) {
-        double x = (double)s[i * lda];
-        part += x * x;
+        const float x = s[i * lda];
+        part = fmaf(x, x, part);
     }
-    double xn2 = block_sum_f64(part, scratch);
+    double xn2 = block_sum_f64((double)part, scratch);
     if (tid == 0) s_xn2 = xn2;
     __syncthreads();
 
     for (int j = 0; j < n; ++j) {
+        // s_xn2 is shared, so the whole block takes this branch or none.
+        if (s_xn2 < SMEM_TINY) {
+            double q = 0.0;
+            for (int i = j + 1 + tid; i < n; i += nt) {
+                const double x = (double)s[i * lda + j];
+                q += x * x;
+            }
+            q = block_sum_f64(q, scratch);
+            if (tid == 0) s_xn2 = q;
+            __syncthreads();
+        }
         if (tid == 0) {
             Reflector r = make_reflector(s[j * lda + j], s_xn2);
             s[j * lda + j] = r.beta;
@@ -69,40 +107,74 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
         const float t = s_tau;
         if (t != 0.0f) {
             const double sc = s_scale;
-            for (int i = j + 1 + tid; i < n; i += nt) s[i * lda + j] = (float)((double)s[i * lda + j] * sc);
+            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+            // redone in double, so a float32 scale is exact to rounding.
+            const bool fast = fabs(sc) < 1.0e30;
+            const float fs = (float)sc;
+            for (int i = j + 1 + tid; i < n; i += nt) {
+                const float x = s[i * lda + j];
+                s[i * lda + j] = fast ? x * fs : (float)((double)x * sc);
+            }
         }
         __syncthreads();
 
         const int lo = j + 1;
         for (int k = lo + grp; k < n; k += ngrp) {
+            float q = 0.0f;
             if (t != 0.0f) {
                 const float rj = s[j * lda + k];
                 float p0 = 0.0f, p1 = 0.0f;
                 int i = lo + sub;
                 for (; i + SMEM_TPC < n; i += 2 * SMEM_TPC) {
-                    p0 += s[i * lda + j] * s[i * lda + k];
-                    p1 += s[(i + SMEM_TPC) * lda + j] * s[(i + SMEM_TPC) * lda + k];
+                    p0 = fmaf(s[i * lda + j], s[i * lda + k], p0);
+                    p1 = fmaf(s[(i + SMEM_TPC) * lda + j], s[(i + SMEM_TPC) * lda + k], p1);
                 }
-                if (i < n) p0 += s[i * lda + j] * s[i * lda + k];
+                if (i < n) p0 = fmaf(s[i * lda + j], s[i * lda + k], p0);
                 float p = p0 + p1;
                 for (int o = 1; o < SMEM_TPC; o <<= 1) p += __shfl_xor_sync(gmask, p, o);
                 const float w = t * (rj + p);
                 if (sub == 0) s[j * lda + k] = rj - w;
-                for (int i2 = lo + sub; i2 < n; i2 += SMEM_TPC) s[i2 * lda + k] -= s[i2 * lda + j] * w;
+                // Four rows loaded before any is stored: the compiler cannot
+                // prove the column-k stores miss the next column-j loads.
+                int i2 = lo + sub;
+                for (; i2 + 3 * SMEM_TPC < n; i2 += 4 * SMEM_TPC) {
+                    float v[4], x[4];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        v[u] = s[(i2 + u * SMEM_TPC) * lda + j];
+                        x[u] = s[(i2 + u * SMEM_TPC) * lda + k];
+                    }
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        x[u] = fmaf(-v[u], w, x[u]);
+                        s[(i2 + u * SMEM_TPC) * lda + k] = x[u];
+                        if (k == lo && i2 + u * SMEM_TPC > lo) q = fmaf(x[u], x[u], q);
+                    }
+                }
+                for (; i2 < n; i2 += SMEM_TPC) {
+                    const float x = fmaf(-s[i2 * lda + j], w, s[i2 * lda + k]);
+                    s[i2 * lda + k] = x;
+                    if (k == lo && i2 > lo) q = fmaf(x, x, q);
+                }
+            } else if (k == lo) {
+                for (int i2 = lo + 1 + sub; i2 < n; i2 += SMEM_TPC) {
+                    const float x = s[i2 * lda + k];
+                    q = fmaf(x, x, q);
+                }
             }
             if (k == lo) {
-                double q = 0.0;
                 // The rows this lane updated itself, so no group barrier is needed.
-                for (int i2 = lo + sub; i2 < n; i2 += SMEM_TPC) {
-                    double x = (double)s[i2 * lda + k];
-                    if (i2 > lo) q += x * x;
-                }
-                for (int o = 1; o < SMEM_TPC; o <<= 1) q += __shfl_xor_sync(gmask, q, o);
-                if (sub == 0) s_xn2 = q;
+                double qd = (double)q;
+                for (int o = 1; o < SMEM_TPC; o <<= 1) qd += __shfl_xor_sync(gmask, qd, o);
+                if (sub == 0) s_xn2 = qd;
             }
         }
         __syncthreads();
     }
 
-    for (int idx = tid; idx < n * n; idx += nt) hm[idx] = s[(idx / n) * lda + idx % n];
+    for (int idx = tid; idx < n * n; idx += nt) {
+        const int i = idx / n, c = idx % n;
+        const float x = s[i * lda + c];
+        hm[idx] = i <= c ? ldexpf(x, ex) : x;
+    }
 }
