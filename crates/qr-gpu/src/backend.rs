@@ -13,7 +13,7 @@ use crate::factor;
 use crate::plan::{self, Plan, Strategy};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
-use crate::workspace::{Buf, dptr};
+use crate::workspace::{alloc_error, dptr};
 
 /// The CUDA engine as a qr-core [`Backend`] (name `"gpu"`).
 #[derive(Debug, Clone)]
@@ -40,9 +40,27 @@ fn alloc<T: cudarc::driver::DeviceRepr>(
     stream: &Arc<CudaStream>,
     len: usize,
 ) -> Result<CudaSlice<T>, QrError> {
-    let mut b = Buf::<T>::default();
-    b.ensure(stream, len)?;
-    Ok(b.slice_mut().expect("ensure allocates").clone())
+    let len = len.max(1);
+    // SAFETY: the contents are uninitialised; the device-resident API writes
+    // every element of the shape before the caller can read it back.
+    unsafe { stream.alloc::<T>(len) }.map_err(|e| alloc_error::<T>(len, e))
+}
+
+/// `LengthMismatch` for the first device buffer shorter than `shape` needs;
+/// longer buffers (reused allocations) are fine.
+fn check_device_lens(shape: Shape, have: [(&'static str, usize); 4]) -> Result<(), QrError> {
+    let need = [
+        shape.a_len(),
+        shape.a_len(),
+        shape.tau_len(),
+        shape.info_len(),
+    ];
+    for ((what, have), need) in have.into_iter().zip(need) {
+        if have < need {
+            Shape::check_len(what, need, have)?;
+        }
+    }
+    Ok(())
 }
 
 impl GpuBackend {
@@ -115,17 +133,15 @@ impl GpuBackend {
         out: &mut DeviceFactorization,
     ) -> Result<(), QrError> {
         let shape = out.shape;
-        // Device buffers may be larger than the shape (reused allocations).
-        for (what, need, have) in [
-            ("a", shape.a_len(), a.len()),
-            ("h", shape.a_len(), out.h.len()),
-            ("tau", shape.tau_len(), out.tau.len()),
-            ("info", shape.info_len(), out.info.len()),
-        ] {
-            if have < need {
-                Shape::check_len(what, need, have)?;
-            }
-        }
+        check_device_lens(
+            shape,
+            [
+                ("a", a.len()),
+                ("h", out.h.len()),
+                ("tau", out.tau.len()),
+                ("info", out.info.len()),
+            ],
+        )?;
         let s = self.stream();
         let ops = Operands {
             a: dptr(a, s),
@@ -153,6 +169,17 @@ impl GpuBackend {
                 message: format!("downloading {} into outputs of {}", shape, out.shape()),
             });
         }
+        // The fields are public, so a caller can pair a shape with buffers
+        // too short for it: an error, before any copy.
+        check_device_lens(
+            shape,
+            [
+                ("a", shape.a_len()),
+                ("h", dev.h.len()),
+                ("tau", dev.tau.len()),
+                ("info", dev.info.len()),
+            ],
+        )?;
         let (h, tau, info) = out.parts();
         let s = self.stream();
         s.memcpy_dtoh(&dev.h.slice(..shape.a_len()), h)

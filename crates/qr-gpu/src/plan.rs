@@ -363,7 +363,8 @@ mod tests {
         assert_eq!(at(40, 352).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
         assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
-        assert_eq!(at(60, 1024).panel.groups, 2);
+        assert_eq!(at(60, 1024).panel.groups, 4);
+        assert_eq!(at(40, 352).panel.groups, 4);
         assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
         assert_eq!(at(8, 2048).panel.groups, 8);
         let big = at(2, 4096);

@@ -1,17 +1,16 @@
 //! Tuning constants of the planner, with their provenance in
 //! `docs/perf/qr-gpu.md` ("Dispatch and tuning constants"; merged into
-//! `docs/PERF.md`). The values are the seed's leads and device limits; the
-//! H200 sweep that should confirm them (`bench_suite --sweep`) has not run. Dispatch reads device
-//! capabilities (SM count, shared memory opt-in), never a device name.
+//! `docs/PERF.md`), measured by `bench_suite --sweep` on an H200
+//! (docs/perf/runs/s2-run2-sweep.txt). Dispatch reads device capabilities
+//! (SM count, shared memory opt-in, compute capability), never a device name.
 
 /// Knobs of the planner, with [`Default`] holding the measured choices; tests
 /// and experiments override fields.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Tuning {
     /// `smem` strategy: threads per column for `n` below 64, below 128 and
-    /// above. Table "smem threads per column" (seed's B200 measurement: 4
-    /// threads per column 20-29% faster from n = 168; H200 run in
-    /// docs/perf/qr-gpu.md). Larger n only changes the block size.
+    /// above. Table "smem threads per column" (H200: 8 best at n = 32, 4 at
+    /// n = 176; 64..128 takes 4, not measured separately).
     pub smem_tpc: [u32; 3],
     /// Largest `n` dispatched to `smem` even when a larger matrix would fit
     /// one block's shared memory. Table "dispatch"; past about 240 no H200
@@ -48,15 +47,15 @@ pub struct Tuning {
 impl Default for Tuning {
     fn default() -> Self {
         Self {
-            smem_tpc: [1, 2, 4],
+            smem_tpc: [8, 4, 4],
             smem_max_n: 240,
             blocked_panel_threads: 256,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),
             cluster_panel_threads: 256,
             cluster_max_blocks: 8,
-            cluster_min_rows: 128,
-            cluster_blocks_per_sm: 1,
+            cluster_min_rows: 64,
+            cluster_blocks_per_sm: 2,
             tensor_trailing: true,
         }
     }

@@ -20,20 +20,29 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     defines: &[],
 };
 
+/// Slices per matrix of the scanning kernels: about 64 Ki elements per
+/// block, so that a batch of a few large matrices fills the device (one
+/// block per matrix left 2 x 4096 scanning for 27 ms on an H200,
+/// docs/perf/qr-gpu.md) while small matrices keep one block each.
+fn slices(shape: Shape) -> u32 {
+    shape.matrix_len().div_ceil(1 << 16).clamp(1, 65_535) as u32
+}
+
 /// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
 pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Result<(), QrError> {
+    engine.memset_u32(info, 0, shape.batch())?;
     let f = engine.function(&SOURCE, &[], NONFINITE)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(shape.batch())?, 1, 1),
+        grid_dim: (grid_dim(shape.batch())?, slices(shape), 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
     let mut b = engine.stream().launch_builder(&f);
     b.arg(&a).arg(&info).arg(&n);
     // SAFETY: `a` holds batch * n * n floats and `info` batch ints (the
-    // caller's buffers, checked against `shape`); the kernel reads and writes
-    // only within those bounds.
+    // caller's buffers, checked against `shape`); each block reads its slice
+    // of its matrix and writes only that matrix's info.
     unsafe { b.launch(cfg) }.ctx("launching util_nonfinite_f32")?;
     Ok(())
 }
@@ -51,15 +60,15 @@ pub(crate) fn overflow(
     let f = engine.function(&SOURCE, &[], OVERFLOW)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(shape.batch())?, 1, 1),
+        grid_dim: (grid_dim(shape.batch())?, slices(shape), 1),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
     let mut b = engine.stream().launch_builder(&f);
     b.arg(&h).arg(&tau).arg(&info).arg(&n);
     // SAFETY: `h` holds batch * n * n floats, `tau` batch * n and `info`
-    // batch ints (the caller's buffers, checked against `shape`); the kernel
-    // reads and writes only within them.
+    // batch ints (the caller's buffers, checked against `shape`); each block
+    // reads its slice of its matrix and writes only that matrix's info.
     unsafe { b.launch(cfg) }.ctx("launching util_overflow_f32")?;
     Ok(())
 }

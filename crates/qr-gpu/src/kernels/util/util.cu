@@ -2,40 +2,47 @@
 // NaN fill (the device side of qr-core's Info), and the row-major <-> column-major transpose
 // the vendor peers need.
 
-// info[b] = 1 when matrix b holds a NaN or an infinity, else 0.
-// Grid: one block per matrix.
+// Exponent all ones: an infinity or a NaN.
+__device__ __forceinline__ int util_nonfinite(float x) {
+    return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
+// Whether any of m[lo..hi) is non-finite, for the whole block.
+__device__ __forceinline__ int util_any_nonfinite(const float* m, long long lo, long long hi) {
+    int bad = 0;
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) bad |= util_nonfinite(m[i]);
+    return __syncthreads_or(bad);
+}
+
+// info[b] = 1 when matrix b holds a NaN or an infinity; info is zeroed first.
+// Grid: (matrices, slices per matrix): each block scans one slice, so that a
+// few large matrices still spread over the whole device.
 extern "C" __global__ void util_nonfinite_f32(const float* __restrict__ a, int* __restrict__ info,
                                               int n) {
     const long long len = (long long)n * n;
-    const float* m = a + (long long)blockIdx.x * len;
-    int bad = 0;
-    for (long long i = threadIdx.x; i < len; i += blockDim.x) {
-        // Exponent all ones: infinity or NaN.
-        bad |= (__float_as_uint(m[i]) & 0x7f800000u) == 0x7f800000u;
-    }
-    bad = __syncthreads_or(bad);
-    if (threadIdx.x == 0) info[blockIdx.x] = bad ? 1 : 0;
+    const long long per = (len + gridDim.y - 1) / gridDim.y;
+    const long long lo = min(len, (long long)blockIdx.y * per), hi = min(len, lo + per);
+    const int bad = util_any_nonfinite(a + (long long)blockIdx.x * len, lo, hi);
+    if (threadIdx.x == 0 && bad) atomicMax(info + blockIdx.x, 1);
 }
 
 // info[b] = 2 (OVERFLOW) when matrix b was finite (info 0) but its H or tau
 // holds a NaN or an infinity: its R or a reflector did not fit f32.
-// Grid: one block per matrix. Runs after the factorization, before the fill.
+// Grid: (matrices, slices per matrix). Runs after the factorization, before
+// the fill; sibling slices may store 2 at once, which atomicMax orders.
 extern "C" __global__ void util_overflow_f32(const float* __restrict__ h,
                                              const float* __restrict__ tau, int* __restrict__ info,
                                              int n) {
     const int b = blockIdx.x;
-    // Uniform per block, so the early return leaves no thread at the barrier.
-    if (info[b] != 0) return;
+    // Non-finite inputs (1) were flagged before the factorization and stay;
+    // uniform per block, so the early return leaves no thread at the barrier.
+    if (info[b] == 1) return;
     const long long len = (long long)n * n;
-    const float* m = h + (long long)b * len;
-    const float* t = tau + (long long)b * n;
-    int bad = 0;
-    for (long long i = threadIdx.x; i < len; i += blockDim.x)
-        bad |= (__float_as_uint(m[i]) & 0x7f800000u) == 0x7f800000u;
-    for (int i = threadIdx.x; i < n; i += blockDim.x)
-        bad |= (__float_as_uint(t[i]) & 0x7f800000u) == 0x7f800000u;
-    bad = __syncthreads_or(bad);
-    if (threadIdx.x == 0 && bad) info[b] = 2;
+    const long long per = (len + gridDim.y - 1) / gridDim.y;
+    const long long lo = min(len, (long long)blockIdx.y * per), hi = min(len, lo + per);
+    int bad = util_any_nonfinite(h + (long long)b * len, lo, hi);
+    if (blockIdx.y == 0) bad |= util_any_nonfinite(tau + (long long)b * n, 0, n);
+    if (threadIdx.x == 0 && bad) atomicMax(info + b, 2);
 }
 
 // Fills H and tau of every matrix whose info is non-zero with NaN.
