@@ -1,6 +1,6 @@
 //! Times the 14 benchmark shapes on the GPU engine and the cuSOLVER peer with
 //! the device-event bench, gating a capped slice of each case first.
-//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [engine|all]`
+//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [--sweep [--only KNOB,KNOB]]`
 
 use std::time::Duration;
 
@@ -110,6 +110,15 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    for prefetch in [false, true] {
+        let t = Tuning {
+            tensor_prefetch: prefetch,
+            ..base.clone()
+        };
+        for sp in ["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"] {
+            variants.push((sp, format!("tensor prefetch {prefetch}"), None, t.clone()));
+        }
+    }
     for tensor in [true, false] {
         let t = Tuning {
             tensor_trailing: tensor,
@@ -119,8 +128,32 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             variants.push((sp, format!("tensor trailing {tensor}"), None, t.clone()));
         }
     }
+    for rpt in [0u32, 1, 2, 4] {
+        let t = Tuning {
+            reg_panel_rows_per_thread: rpt,
+            reg_panel_max_threads: 1024,
+            ..base.clone()
+        };
+        for (sp, strat) in [
+            ("40,352,1,dense", Strategy::Blocked),
+            ("640,512,2,dense", Strategy::Blocked),
+            ("60,1024,2,dense", Strategy::Blocked),
+            ("40,352,1,dense", Strategy::Cluster),
+            ("60,1024,2,dense", Strategy::Cluster),
+            ("8,2048,1,dense", Strategy::Cluster),
+            ("2,4096,1,dense", Strategy::Cluster),
+        ] {
+            variants.push((
+                sp,
+                format!("register panel rows per thread {rpt}, {strat}"),
+                Some(strat),
+                t.clone(),
+            ));
+        }
+    }
     for th in [128u32, 256, 512, 1024] {
         let t = Tuning {
+            reg_panel_rows_per_thread: 0,
             blocked_panel_threads: th,
             ..base.clone()
         };
@@ -164,6 +197,15 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     }
     for sp in ["8,2048,1,dense", "2,4096,1,dense"] {
         variants.push((sp, "large".to_string(), Some(Strategy::Large), base.clone()));
+    }
+    // `--only TEXT` keeps the variants whose knob mentions TEXT.
+    let args: Vec<String> = std::env::args().collect();
+    if let Some(only) = args
+        .iter()
+        .position(|a| a == "--only")
+        .and_then(|i| args.get(i + 1))
+    {
+        variants.retain(|v| v.1.contains(only.as_str()));
     }
     // Group by case so that each case's inputs are generated once.
     variants.sort_by_key(|v| v.0);

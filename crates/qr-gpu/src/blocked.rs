@@ -12,6 +12,7 @@ use qr_core::{QrError, Shape};
 use crate::engine::Engine;
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers, ROW_BYTES};
+use crate::kernels::panelreg;
 use crate::kernels::trailing_tc;
 use crate::plan::Plan;
 
@@ -64,10 +65,16 @@ pub(crate) fn factor(
         )
     };
 
+    let reg_rows = plan.panel.rows_per_thread;
     let max_rows = n.div_ceil(groups as usize);
-    let f = panel::function(engine, threads, meeting, max_rows)?;
+    // The register panel needs no shared-memory kernel at all.
+    let f = if reg_rows > 0 {
+        None
+    } else {
+        Some(panel::function(engine, threads, meeting, max_rows)?)
+    };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
-    if global {
+    if let (true, Some(f)) = (global, &f) {
         engine.memset_u32(buf.counters, 0, 2 * batch)?;
         // The blocks of one matrix wait for each other, so all of a launch's
         // blocks must be resident at once.
@@ -95,13 +102,27 @@ pub(crate) fn factor(
         let w = NB.min(n - p);
         for mat0 in (0..batch).step_by(per_launch) {
             let mats = per_launch.min(batch - mat0);
-            panel::launch(
-                engine, &f, threads, meeting, groups, n, p, w, mat0, mats, &buf,
-            )?;
+            match &f {
+                Some(f) => panel::launch(
+                    engine, f, threads, meeting, groups, n, p, w, mat0, mats, &buf,
+                )?,
+                None => panelreg::launch(
+                    engine,
+                    threads,
+                    reg_rows,
+                    meeting.cluster_size(),
+                    n,
+                    p,
+                    w,
+                    mat0,
+                    mats,
+                    &buf,
+                )?,
+            }
         }
         if p + w < n {
             if plan.panel.tensor_trailing {
-                tensor_update(engine, shape, p, w, &buf)?;
+                tensor_update(engine, plan, p, w, &buf)?;
             } else {
                 trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
             }
@@ -113,11 +134,12 @@ pub(crate) fn factor(
 /// `A_t -= V (T^T (V^T A_t))` right of panel `p` on the tensor cores.
 fn tensor_update(
     engine: &Engine,
-    shape: Shape,
+    plan: &Plan,
     p: usize,
     w: usize,
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
+    let (shape, prefetch) = (plan.shape, plan.panel.tensor_prefetch);
     let n = shape.n();
     let (nrow, c0) = (n - p, p + w);
     // The grid is one-dimensional: keep blocks per launch far inside u32.
@@ -134,7 +156,7 @@ fn tensor_update(
             t: buf.t + (mat0 * NB * NB * 4) as u64,
             t_stride: NB * NB,
         };
-        trailing_tc::launch(engine, &op, nrow, n - c0, w, mats)?;
+        trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch)?;
     }
     Ok(())
 }

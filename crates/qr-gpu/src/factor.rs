@@ -25,16 +25,15 @@ pub(crate) fn geqrf(
     if shape.n() == 0 {
         return engine.memset_u32(info, 0, shape.batch());
     }
+    if plan.strategy == Strategy::Smem {
+        // One launch: the kernel holds the whole matrix and writes info.
+        return smem::launch(engine, plan, a, h, tau, info);
+    }
     // Flag non-finite matrices first; they are factored with the rest (NaN
     // only flows through their own blocks) and overwritten with NaN last.
     util::nonfinite(engine, shape, a, info)?;
-    match plan.strategy {
-        Strategy::Smem => smem::launch(engine, shape, plan.tpc, plan.threads, a, h, tau)?,
-        Strategy::Blocked | Strategy::Cluster | Strategy::Large => {
-            engine.copy_dtod(h, a, shape.a_bytes())?;
-            blocked::factor(engine, plan, shape, h, tau)?;
-        }
-    }
+    engine.copy_dtod(h, a, shape.a_bytes())?;
+    blocked::factor(engine, plan, shape, h, tau)?;
     // A finite matrix whose R or reflectors did not fit f32 is flagged too.
     util::overflow(engine, shape, h, tau, info)?;
     util::nanfill(engine, shape, h, tau, info)

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{panel, smem};
+use crate::kernels::{panel, panelreg, smem};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -87,6 +87,11 @@ pub struct PanelPlan {
     /// Whether the trailing update runs on the fused tensor-core kernel
     /// (tf32 3-pass, sm_80 and later) rather than three cuBLAS SGEMMs.
     pub tensor_trailing: bool,
+    /// Panel rows per thread of the register-resident panel kernel (one
+    /// block of `threads` per matrix), 0 for the shared-memory kernel.
+    pub rows_per_thread: u32,
+    /// Whether the tensor-core update prefetches the next slab.
+    pub tensor_prefetch: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -113,6 +118,10 @@ impl Plan {
     pub fn defines(&self) -> Vec<(String, String)> {
         match self.strategy {
             Strategy::Smem => smem::defines(self.tpc),
+            Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
+                let cluster = self.panel.meeting(self.strategy).cluster_size();
+                panelreg::defines(self.panel.threads, self.panel.rows_per_thread, cluster)
+            }
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => {
                 panel::defines(self.panel.threads, self.panel.meeting(self.strategy))
             }
@@ -136,12 +145,20 @@ impl fmt::Display for Plan {
             ),
             _ => write!(
                 f,
-                "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix, \
+                "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix{}, \
                  trailing update on {}; {}",
                 self.strategy,
                 self.shape,
                 self.panel.groups,
                 self.panel.threads,
+                if self.panel.rows_per_thread > 0 {
+                    format!(
+                        " holding {} panel rows each in registers",
+                        self.panel.rows_per_thread
+                    )
+                } else {
+                    String::new()
+                },
                 if self.panel.tensor_trailing {
                     "tensor cores (tf32 3-pass)"
                 } else {
@@ -261,6 +278,8 @@ pub fn plan(
             threads: tuning.blocked_panel_threads,
             groups: 1,
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
+            rows_per_thread: 0,
+            tensor_prefetch: tuning.tensor_prefetch,
         },
         reason,
     };
@@ -286,6 +305,10 @@ pub fn plan(
                     ),
                 });
             }
+            if let Some(threads) = tuning.reg_panel_threads_for(n) {
+                p.panel.threads = threads;
+                p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
+            }
         }
         Strategy::Cluster => {
             if !has_clusters(device) {
@@ -304,6 +327,10 @@ pub fn plan(
             })?;
             p.panel.threads = tuning.cluster_panel_threads;
             p.panel.groups = k;
+            if let Some(threads) = tuning.reg_panel_threads_for(n.div_ceil(k as usize)) {
+                p.panel.threads = threads;
+                p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
+            }
         }
         Strategy::Large => {
             if !device.cooperative_launch {
@@ -362,6 +389,13 @@ mod tests {
         assert_eq!(at(40, 176).strategy, Strategy::Smem);
         assert_eq!(at(40, 352).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
+        assert_eq!(
+            (
+                at(640, 512).panel.threads,
+                at(640, 512).panel.rows_per_thread
+            ),
+            (256, 2)
+        );
         assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(60, 1024).panel.groups, 4);
         assert_eq!(at(40, 352).panel.groups, 4);
@@ -386,6 +420,33 @@ mod tests {
             .is_err()
         );
         assert!((230..=240).contains(&smem_fit_n(&d)));
+    }
+
+    #[test]
+    fn register_panels_hold_every_row() {
+        let t = Tuning::default();
+        for n in [1, 2, 31, 32, 33, 65, 240, 511, 512, 513, 1000, 1024] {
+            let th = t.reg_panel_threads_for(n).expect("fits");
+            assert!(
+                th.is_power_of_two() && (32..=512).contains(&th),
+                "{n}: {th}"
+            );
+            assert!(panelreg::capacity(th, t.reg_panel_rows_per_thread) >= n);
+        }
+        assert_eq!(t.reg_panel_threads_for(1025), None);
+        let off = Tuning {
+            reg_panel_rows_per_thread: 0,
+            ..t
+        };
+        assert_eq!(off.reg_panel_threads_for(100), None);
+        let p = plan(
+            Shape::new(4, 100).unwrap(),
+            &h200(),
+            &off,
+            Some(Strategy::Blocked),
+        )
+        .unwrap();
+        assert_eq!(p.panel.rows_per_thread, 0);
     }
 
     #[test]
@@ -423,8 +484,10 @@ mod tests {
         let t = Tuning::default();
         for (n, s, src) in [
             (100, Strategy::Smem, &smem::SOURCE),
-            (300, Strategy::Blocked, &panel::SOURCE),
-            (3000, Strategy::Cluster, &panel::SOURCE),
+            (300, Strategy::Blocked, &panelreg::SOURCE),
+            (1200, Strategy::Blocked, &panel::SOURCE),
+            (3000, Strategy::Cluster, &panelreg::SOURCE),
+            (12000, Strategy::Cluster, &panel::SOURCE),
             (3000, Strategy::Large, &panel::SOURCE),
         ] {
             let p = plan(Shape::new(2, n).unwrap(), &d, &t, Some(s)).unwrap();

@@ -16,7 +16,8 @@ pub struct Tuning {
     /// one block's shared memory. Table "dispatch"; past about 240 no H200
     /// block can hold the matrix anyway.
     pub smem_max_n: usize,
-    /// Block size of the panel kernel on the `blocked` path. Table "panel
+    /// Block size of the shared-memory panel kernel on the `blocked` path
+    /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
     pub blocked_panel_threads: u32,
     /// Block size of the panel kernel on the `large` path (rows split over
@@ -42,6 +43,17 @@ pub struct Tuning {
     /// tf32 `mma.sync` (sm_80+). Table "trailing update" and
     /// docs/perf/trailing_tc.md.
     pub tensor_trailing: bool,
+    /// `blocked` path: panel rows each thread of the register-resident panel
+    /// kernel holds (0: the shared-memory panel kernel). Table "register
+    /// panel" (H200).
+    pub reg_panel_rows_per_thread: u32,
+    /// Largest block of the register-resident panel kernel; taller panels
+    /// take the shared-memory kernel. Table "register panel".
+    pub reg_panel_max_threads: u32,
+    /// Tensor-core update: load the next slab before the current one's mma
+    /// (one block per SM for the registers it needs). Table "trailing
+    /// update".
+    pub tensor_prefetch: bool,
 }
 
 impl Default for Tuning {
@@ -57,11 +69,27 @@ impl Default for Tuning {
             cluster_min_rows: 64,
             cluster_blocks_per_sm: 2,
             tensor_trailing: true,
+            reg_panel_rows_per_thread: 2,
+            reg_panel_max_threads: 512,
+            tensor_prefetch: false,
         }
     }
 }
 
 impl Tuning {
+    /// Block size of the register-resident panel kernel for order `n`, or
+    /// `None` when its panels do not fit (or it is switched off): the
+    /// smallest power of two of at least 32 threads holding `n` rows, so
+    /// that few variants get compiled.
+    pub fn reg_panel_threads_for(&self, n: usize) -> Option<u32> {
+        let rpt = self.reg_panel_rows_per_thread as usize;
+        if rpt == 0 {
+            return None;
+        }
+        let threads = n.div_ceil(rpt).max(32).next_power_of_two();
+        (threads <= self.reg_panel_max_threads.min(1024) as usize).then_some(threads as u32)
+    }
+
     /// Threads per column of the `smem` kernel for order `n`.
     pub fn smem_tpc_for(&self, n: usize) -> u32 {
         match n {

@@ -4,6 +4,7 @@
 //! passed as `-D` defines from the plan.
 
 pub(crate) mod panel;
+pub(crate) mod panelreg;
 pub(crate) mod smem;
 pub(crate) mod trailing_tc;
 pub(crate) mod util;
@@ -26,6 +27,7 @@ pub(crate) struct KernelSource {
 pub(crate) const ALL: &[&KernelSource] = &[
     &smem::SOURCE,
     &panel::SOURCE,
+    &panelreg::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,
 ];

@@ -57,3 +57,40 @@ __device__ double block_sum_f64(double v, double* scratch) {
     for (int w = 0; w < nwarps; ++w) t += scratch[w];
     return t;
 }
+
+// Thread-block cluster helpers (sm_90 and later; compiled only there, so
+// that the prelude stays valid for older architectures).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+__device__ __forceinline__ void cluster_barrier() {
+    asm volatile("barrier.cluster.arrive.release.aligned;\n\t"
+                 "barrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+
+// The address of `p` (this block's shared memory) in block `rank`'s window.
+__device__ __forceinline__ u32 cluster_addr(const void* p, u32 rank) {
+    u32 local, remote;
+    asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }"
+                 : "=r"(local)
+                 : "l"(p));
+    asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(local), "r"(rank));
+    return remote;
+}
+
+__device__ __forceinline__ double cluster_ld_f64(const void* p, u32 rank) {
+    double v;
+    asm volatile("ld.shared::cluster.f64 %0, [%1];" : "=d"(v) : "r"(cluster_addr(p, rank)) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ float cluster_ld_f32(const void* p, u32 rank) {
+    float v;
+    asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(cluster_addr(p, rank)) : "memory");
+    return v;
+}
+
+__device__ __forceinline__ u32 cluster_ld_u32(const void* p, u32 rank) {
+    u32 v;
+    asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(cluster_addr(p, rank)) : "memory");
+    return v;
+}
+#endif

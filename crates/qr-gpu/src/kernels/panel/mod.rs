@@ -36,12 +36,19 @@ pub(crate) enum Meeting {
     Cluster(u32),
 }
 
+impl Meeting {
+    /// Blocks per thread-block cluster, 0 when the blocks form none.
+    pub(crate) fn cluster_size(self) -> u32 {
+        match self {
+            Meeting::Cluster(k) => k,
+            Meeting::Alone | Meeting::Global => 0,
+        }
+    }
+}
+
 /// The `-D` defines of this family for blocks of `threads`.
 pub(crate) fn defines(threads: u32, meeting: Meeting) -> Vec<(String, String)> {
-    let cluster = match meeting {
-        Meeting::Cluster(k) => k,
-        Meeting::Alone | Meeting::Global => 0,
-    };
+    let cluster = meeting.cluster_size();
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
         ("PANEL_LD".to_string(), LD.to_string()),

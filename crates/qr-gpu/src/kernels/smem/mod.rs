@@ -2,11 +2,12 @@
 
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{LaunchConfig, PushKernelArg};
-use qr_core::{QrError, Shape};
+use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
 use crate::engine::Engine;
 use crate::error::DriverContext;
+use crate::plan::Plan;
 
 const HOUSEHOLDER: &str = "smem_householder_f32";
 
@@ -27,16 +28,18 @@ pub(crate) fn defines(tpc: u32) -> Vec<(String, String)> {
     vec![("SMEM_TPC".to_string(), tpc.to_string())]
 }
 
-/// Factors every matrix of `a` into `h` and `tau` (device pointers).
+/// Factors every matrix of `a` into `h`, `tau` and `info` (device
+/// pointers): the kernel flags and NaN-fills non-finite inputs and overflowed
+/// outputs itself, so no batch-wide helper runs beside it.
 pub(crate) fn launch(
     engine: &Engine,
-    shape: Shape,
-    tpc: u32,
-    threads: u32,
+    plan: &Plan,
     a: u64,
     h: u64,
     tau: u64,
+    info: u64,
 ) -> Result<(), QrError> {
+    let (shape, tpc, threads) = (plan.shape, plan.tpc, plan.threads);
     let f = engine.function(&SOURCE, &defines(tpc), HOUSEHOLDER)?;
     let smem = smem_bytes(shape.n());
     f.set_attribute(
@@ -51,8 +54,9 @@ pub(crate) fn launch(
     };
     let n = shape.n() as i32;
     let mut b = engine.stream().launch_builder(&f);
-    b.arg(&a).arg(&h).arg(&tau).arg(&n);
-    // SAFETY: `a` and `h` hold batch * n * n floats and `tau` batch * n; the
+    b.arg(&a).arg(&h).arg(&tau).arg(&info).arg(&n);
+    // SAFETY: `a` and `h` hold batch * n * n floats, `tau` batch * n and
+    // `info` batch ints; the
     // block size is a multiple of `tpc` and the dynamic shared memory is the
     // matrix's padded size, as the kernel expects.
     unsafe { b.launch(cfg) }.ctx("launching smem_householder_f32")?;

@@ -34,9 +34,15 @@ __device__ __forceinline__ u32 group_mask(int lane) {
     return ones << (lane & ~(SMEM_TPC - 1));
 }
 
+// Exponent all ones: an infinity or a NaN.
+__device__ __forceinline__ int smem_nonfinite(float x) {
+    return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
 extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
                                                 float* __restrict__ h,
-                                                float* __restrict__ tau, int n) {
+                                                float* __restrict__ tau,
+                                                int* __restrict__ info, int n) {
     extern __shared__ float s[];
     __shared__ double scratch[32];
     __shared__ double s_xn2;
@@ -56,12 +62,23 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
     float* taum = tau + (long long)blockIdx.x * n;
 
     float amax = 0.0f;
+    int bad = 0;
     for (int idx = tid; idx < n * n; idx += nt) {
         const float x = am[idx];
         s[(idx / n) * lda + idx % n] = x;
         amax = fmaxf(amax, fabsf(x));
+        bad |= smem_nonfinite(x);
     }
-    // Non-finite matrices (NaN-filled afterwards) keep scale 1.
+    // The block owns the whole matrix, so it also does the batch-wide
+    // helpers' work (util.cu): a non-finite input is flagged (info 1) and
+    // NaN-filled without being factored, in this one launch.
+    if (__syncthreads_or(bad)) {
+        const float nan = qr_nan_f32();
+        for (int idx = tid; idx < n * n; idx += nt) hm[idx] = nan;
+        for (int i = tid; i < n; i += nt) taum[i] = nan;
+        if (tid == 0) info[blockIdx.x] = 1;
+        return;
+    }
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) scratch[tid >> 5] = (double)amax;
     __syncthreads();
@@ -102,6 +119,7 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
             s_tau = r.tau;
             s_scale = r.scale;
             taum[j] = r.tau;
+            bad |= smem_nonfinite(r.tau);
         }
         __syncthreads();
         const float t = s_tau;
@@ -172,9 +190,21 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
         __syncthreads();
     }
 
+    // A finite matrix whose R or reflectors do not fit float32 is flagged
+    // OVERFLOW (info 2) and NaN-filled, as util_overflow_f32 does.
     for (int idx = tid; idx < n * n; idx += nt) {
         const int i = idx / n, c = idx % n;
         const float x = s[i * lda + c];
-        hm[idx] = i <= c ? ldexpf(x, ex) : x;
+        bad |= smem_nonfinite(i <= c ? ldexpf(x, ex) : x);
     }
+    const bool overflow = __syncthreads_or(bad) != 0;
+    const float nan = qr_nan_f32();
+    for (int idx = tid; idx < n * n; idx += nt) {
+        const int i = idx / n, c = idx % n;
+        const float x = s[i * lda + c];
+        hm[idx] = overflow ? nan : (i <= c ? ldexpf(x, ex) : x);
+    }
+    if (overflow)
+        for (int i = tid; i < n; i += nt) taum[i] = nan;
+    if (tid == 0) info[blockIdx.x] = overflow ? 2 : 0;
 }

@@ -35,15 +35,17 @@ const WARPS: u32 = 8;
 
 /// The defines of the measured choice (docs/perf/trailing_tc.md, "Tiles and
 /// speed": tf32 3-pass, 32 columns, 8 warps, per-slab flush), with 16-byte
-/// accesses when every A2 row is 16-byte aligned.
-pub(crate) fn defines(vec4: bool) -> Vec<(String, String)> {
+/// accesses when every A2 row is 16-byte aligned. `prefetch` loads the next
+/// slab before the current one's mma; it needs about 180 registers, so it
+/// runs one block per SM (`Tuning::tensor_prefetch`).
+pub(crate) fn defines(vec4: bool, prefetch: bool) -> Vec<(String, String)> {
     [
         ("TC_SPLIT", "0"),
         ("TC_BN", "32"),
         ("TC_WARPS", "8"),
-        ("TC_MIN_BLOCKS", "2"),
+        ("TC_MIN_BLOCKS", if prefetch { "1" } else { "2" }),
         ("TC_FLUSH", "1"),
-        ("TC_PREFETCH", "0"),
+        ("TC_PREFETCH", if prefetch { "1" } else { "0" }),
         ("TC_VEC4", if vec4 { "1" } else { "0" }),
     ]
     .into_iter()
@@ -72,20 +74,19 @@ pub(crate) struct Operands {
 }
 
 /// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
-/// width `w`.
+/// width `w`, with the next slab prefetched when `prefetch`.
 pub(crate) fn launch(
     engine: &Engine,
     op: &Operands,
-    nrow: usize,
-    ntrail: usize,
-    w: usize,
+    (nrow, ntrail, w): (usize, usize, usize),
     mats: usize,
+    prefetch: bool,
 ) -> Result<(), QrError> {
     if ntrail == 0 || mats == 0 {
         return Ok(());
     }
     let vec4 = op.lda % 4 == 0 && op.a % 16 == 0;
-    let f = engine.function(&SOURCE, &defines(vec4), APPLY)?;
+    let f = engine.function(&SOURCE, &defines(vec4, prefetch), APPLY)?;
     let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(blocks)?, 1, 1),

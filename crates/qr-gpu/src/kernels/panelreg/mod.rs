@@ -1,0 +1,87 @@
+//! Launcher of the register-resident panel factorization of the `blocked`
+//! and `cluster` paths (`rows_per_thread` panel rows per thread, one block
+//! or one thread-block cluster per matrix).
+
+use cudarc::driver::{LaunchConfig, PushKernelArg};
+use qr_core::QrError;
+
+use super::panel::PanelBuffers;
+use super::{KernelSource, grid_dim};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+const FACTOR: &str = "panelreg_factor_f32";
+
+pub(crate) const SOURCE: KernelSource = KernelSource {
+    family: "panelreg",
+    source: concat!(include_str!("../prelude.cu"), include_str!("panelreg.cu")),
+    entries: &[FACTOR],
+    defines: &["PREG_THREADS", "PREG_RPT", "PREG_CLUSTER"],
+};
+
+/// The `-D` defines for blocks of `threads` holding `rows_per_thread` rows
+/// each, `cluster` blocks per matrix (0: one block, no cluster).
+pub(crate) fn defines(threads: u32, rows_per_thread: u32, cluster: u32) -> Vec<(String, String)> {
+    vec![
+        ("PREG_THREADS".to_string(), threads.to_string()),
+        ("PREG_RPT".to_string(), rows_per_thread.to_string()),
+        ("PREG_CLUSTER".to_string(), cluster.to_string()),
+    ]
+}
+
+/// Rows one block holds.
+pub(crate) fn capacity(threads: u32, rows_per_thread: u32) -> usize {
+    threads as usize * rows_per_thread as usize
+}
+
+/// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
+/// mats`, one block per matrix (`cluster` 0) or a cluster of `cluster`
+/// blocks per matrix splitting the panel's rows.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch(
+    engine: &Engine,
+    threads: u32,
+    rows_per_thread: u32,
+    cluster: u32,
+    n: usize,
+    p: usize,
+    w: usize,
+    mat0: usize,
+    mats: usize,
+    buf: &PanelBuffers,
+) -> Result<(), QrError> {
+    let groups = cluster.max(1);
+    let chunk = (n - p).div_ceil(groups as usize);
+    if chunk > capacity(threads, rows_per_thread) {
+        return Err(QrError::Unsupported {
+            message: format!(
+                "a {chunk}-row panel chunk exceeds the {} rows of a {threads}-thread register panel block",
+                capacity(threads, rows_per_thread)
+            ),
+        });
+    }
+    let f = engine.function(&SOURCE, &defines(threads, rows_per_thread, cluster), FACTOR)?;
+    let cfg = LaunchConfig {
+        grid_dim: (groups, grid_dim(mats)?, 1),
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&buf.h)
+        .arg(&buf.v)
+        .arg(&buf.t)
+        .arg(&buf.tau)
+        .arg(&n)
+        .arg(&p)
+        .arg(&w)
+        .arg(&m0);
+    // SAFETY: the buffers are sized for the whole batch by the workspace
+    // (h: batch*n*n, v: batch*n*NB, t: batch*NB*NB, tau: batch*n); blocks
+    // (g, b) touch only matrix mat0 + b, which lies in the batch (mats is at
+    // most the grid's y limit, as the caller splits launches), and each
+    // chunk fits its block (checked above). The kernel's compile-time
+    // cluster size equals the grid's x extent, so a cluster is one matrix.
+    unsafe { b.launch(cfg) }.ctx("launching panelreg_factor_f32")?;
+    Ok(())
+}

@@ -1,0 +1,354 @@
+// Register-resident panel factorization of the `blocked` and `cluster` paths.
+//
+// One launch factors the 32-column panel at column p of every matrix: rows
+// p..n split into PREG_CLUSTER chunks (1 when PREG_CLUSTER is 0), one block
+// per chunk (grid = (chunks, matrices)), each thread holding PREG_RPT whole
+// rows of its block's chunk in registers (thread t owns chunk rows t,
+// t + PREG_THREADS, ...).
+//
+// Why: the shared-memory panel kernel (panel.cu) streams its rows through
+// shared memory three times per reflector (the dot products, the update's
+// read and its write), so a few blocks per SM run at the shared-memory
+// port's rate. Here a thread's rows never leave its registers: per
+// reflector it adds x * A[i][c] over its own rows for all 32 columns, a
+// warp-level transposing butterfly (31 shuffles) leaves column c's warp sum
+// in lane c, the warps' sums meet in shared memory, and with PREG_CLUSTER
+// > 0 the blocks' sums meet through distributed shared memory behind one
+// cluster barrier. Per reflector: two block barriers (plus one cluster
+// barrier), then every thread updates its rows.
+//
+// The reflector loop is unrolled, so column r is a compile-time register
+// index. Numerics are panel.cu's: the panel is scaled by a power of two into
+// [0.5, 1); sums are float32 per thread and warp and double across warps and
+// blocks, in a fixed order (every block forms the same reflector, every run
+// the same bits); a reflector whose scaled ||x[1..]||^2 falls below
+// PREG_TINY while x[1..] is not exactly zero has its sums redone in double.
+// Outputs are panel.cu's: H's panel, tau, the explicit unit-lower V (zero
+// padded to 32 columns) and the 32 x 32 upper-triangular T of LAPACK's larft
+// (forward, columnwise).
+//
+// The planner keeps ceil((n - p) / chunks) <= PREG_THREADS * PREG_RPT.
+
+#ifndef PREG_THREADS
+#error "PREG_THREADS (block size) must be defined by the plan"
+#endif
+#ifndef PREG_RPT
+#error "PREG_RPT (panel rows per thread) must be defined by the plan"
+#endif
+#ifndef PREG_CLUSTER
+#error "PREG_CLUSTER (blocks per thread-block cluster, 0 for one block per matrix) must be defined by the plan"
+#endif
+#define PREG_NB 32
+#define PREG_WARPS (PREG_THREADS / 32)
+#define PREG_GROUPS (PREG_CLUSTER > 0 ? PREG_CLUSTER : 1)
+// 2^-60: below it a scaled squared norm may have lost bits to underflow.
+#define PREG_TINY 8.673617379884035e-19
+// Blocks per SM the register budget allows: the rows, the 32 partial sums and
+// about 32 registers of addressing per thread. A cluster's few blocks per SM
+// take what they need instead (the remote loads of the meeting add some).
+#define PREG_REGS (32 * PREG_RPT + 64)
+#if PREG_CLUSTER > 0
+#define PREG_MIN_BLOCKS 1
+#else
+#define PREG_MIN_BLOCKS \
+    (65536 / (PREG_THREADS * PREG_REGS) > 0 ? 65536 / (PREG_THREADS * PREG_REGS) : 1)
+#endif
+
+#if PREG_CLUSTER > 0
+#define PREG_CLUSTER_ATTR __cluster_dims__(PREG_CLUSTER, 1, 1)
+#else
+#define PREG_CLUSTER_ATTR
+#endif
+
+// On entry every lane holds v[0..32); on return lane c holds the warp's sum of
+// v[c]. Each halving step trades the half of the values the partner keeps, so
+// 16 + 8 + 4 + 2 + 1 shuffles replace 32 separate warp reductions. The order of
+// the additions is fixed, so every run gets the same bits.
+__device__ __forceinline__ float preg_transpose_sum(float (&v)[PREG_NB], int lane) {
+#pragma unroll
+    for (int half = 16; half >= 1; half >>= 1) {
+        const bool up = (lane & half) != 0;
+#pragma unroll
+        for (int c = 0; c < half; ++c) {
+            const float send = up ? v[c] : v[c + half];
+            const float keep = up ? v[c + half] : v[c];
+            v[c] = keep + __shfl_xor_sync(0xffffffffu, send, half);
+        }
+    }
+    return v[0];
+}
+
+// Column c of a row, for a run-time c (the cold double path).
+__device__ __forceinline__ float preg_pick(const float (&row)[PREG_NB], int c) {
+    float x = 0.0f;
+#pragma unroll
+    for (int q = 0; q < PREG_NB; ++q) x = q == c ? row[q] : x;
+    return x;
+}
+
+// Where the blocks of one matrix meet (cluster only): two slots, so that a
+// block writing meeting k + 2 cannot overwrite what a slower block still
+// reads of meeting k (it has passed meeting k + 1's barrier by then).
+struct PregMeet {
+    double part[2][PREG_NB];
+    float row[2][PREG_NB];
+    u32 any[2];
+    float max;
+};
+
+// Totals over the matrix's blocks of warp 0's per-lane block sums `t`, the
+// "any non-zero" flags and the reflector's row (from the block `owner` that
+// holds it). Called by every thread; the results are valid in warp 0.
+__device__ __forceinline__ void preg_meet(PregMeet& mt, int& slot, int owner, double& t, u32& any,
+                                          float& rv) {
+#if PREG_CLUSTER > 0
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    if (warp == 0) {
+        mt.part[slot][lane] = t;
+        mt.row[slot][lane] = rv;
+        if (lane == 0) mt.any[slot] = any;
+    }
+    cluster_barrier();
+    if (warp == 0) {
+        // All remote loads first: issued back to back, their latencies overlap.
+        double x[PREG_CLUSTER];
+        u32 f[PREG_CLUSTER];
+#pragma unroll
+        for (int q = 0; q < PREG_CLUSTER; ++q) {
+            x[q] = cluster_ld_f64(&mt.part[slot][lane], (u32)q);
+            f[q] = cluster_ld_u32(&mt.any[slot], (u32)q);
+        }
+        rv = cluster_ld_f32(&mt.row[slot][lane], (u32)owner);
+        t = 0.0;
+        any = 0;
+#pragma unroll
+        for (int q = 0; q < PREG_CLUSTER; ++q) {
+            t += x[q];
+            any |= f[q];
+        }
+    }
+    slot ^= 1;
+#endif
+}
+
+extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
+    panelreg_factor_f32(float* __restrict__ h, float* __restrict__ vbuf,
+                        float* __restrict__ tbuf, float* __restrict__ tau, int n, int p, int w,
+                        int mat0) {
+    __shared__ double red[PREG_WARPS][PREG_NB];
+    __shared__ double red2[PREG_WARPS][PREG_NB];
+    __shared__ u32 nonzero[PREG_WARPS];
+    __shared__ float wmax[PREG_WARPS];
+    __shared__ float rowv[PREG_NB];
+    __shared__ float wvec[PREG_NB];
+    __shared__ double gram[PREG_NB][PREG_NB + 1];
+    __shared__ float taus[PREG_NB];
+    __shared__ float betas[PREG_NB];
+    __shared__ double scales[PREG_NB];
+    __shared__ int s_redo;
+    __shared__ PregMeet mt;
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = blockIdx.x, m = mat0 + blockIdx.y;
+    const int nrow = n - p;
+    const int chunk = (nrow + PREG_GROUPS - 1) / PREG_GROUPS;
+    const int r0 = min(nrow, g * chunk);
+    const int rows = min(nrow, r0 + chunk) - r0;
+    float* hm = h + (long long)m * n * n + (long long)p * n + p;
+    int slot = 0;
+
+    float a[PREG_RPT][PREG_NB];
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const int lr = tid + k * PREG_THREADS;
+        const float* row = hm + (long long)(r0 + lr) * n;
+#pragma unroll
+        for (int c = 0; c < PREG_NB; ++c) {
+            a[k][c] = (lr < rows && c < w) ? row[c] : 0.0f;
+            amax = fmaxf(amax, fabsf(a[k][c]));
+        }
+    }
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) wmax[warp] = amax;
+    __syncthreads();
+    float bmax = 0.0f;
+#pragma unroll
+    for (int q = 0; q < PREG_WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
+#if PREG_CLUSTER > 0
+    if (tid == 0) mt.max = bmax;
+    cluster_barrier();
+    bmax = 0.0f;
+#pragma unroll
+    for (int q = 0; q < PREG_CLUSTER; ++q) bmax = fmaxf(bmax, cluster_ld_f32(&mt.max, (u32)q));
+#endif
+    // Non-finite panels (their matrix is NaN-filled later) keep scale 1.
+    int ex = 0;
+    if (bmax > 0.0f && bmax <= 3.40282347e38f) frexpf(bmax, &ex);
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k)
+#pragma unroll
+        for (int c = 0; c < PREG_NB; ++c) a[k][c] = ldexpf(a[k][c], -ex);
+
+#pragma unroll
+    for (int r = 0; r < PREG_NB; ++r) {
+        // Padding reflectors past the last row (r >= nrow) use any block.
+        const int owner = min(r / chunk, PREG_GROUPS - 1);
+        // Sums over the rows below r of x * A[., c] for every column c: c = r
+        // is ||x[1..]||^2, c > r are v^T A[., c] once scaled, c < r are the
+        // Gram entries v_c^T x of T.
+        {
+            float part[PREG_NB];
+#pragma unroll
+            for (int c = 0; c < PREG_NB; ++c) part[c] = 0.0f;
+            bool any = false;
+#pragma unroll
+            for (int k = 0; k < PREG_RPT; ++k) {
+                const float x = r0 + tid + k * PREG_THREADS > r ? a[k][r] : 0.0f;
+                any |= x != 0.0f;
+#pragma unroll
+                for (int c = 0; c < PREG_NB; ++c) part[c] = fmaf(x, a[k][c], part[c]);
+            }
+            red[warp][lane] = (double)preg_transpose_sum(part, lane);
+            const u32 wany = __any_sync(0xffffffffu, any);
+            if (lane == 0) nonzero[warp] = wany;
+            // Row r is chunk row r - r0 of block `owner`, held by thread r - r0.
+            if (g == owner && tid == r - r0)
+#pragma unroll
+                for (int c = 0; c < PREG_NB; ++c) rowv[c] = a[0][c];
+        }
+        __syncthreads();
+
+        double t = 0.0;
+        u32 any = 0;
+        float rv = 0.0f;
+        if (warp == 0) {
+#pragma unroll
+            for (int q = 0; q < PREG_WARPS; ++q) {
+                t += red[q][lane];
+                any |= nonzero[q];
+            }
+            rv = rowv[lane];
+        }
+        preg_meet(mt, slot, owner, t, any, rv);
+        // Warp 0 forms the reflector (every block the same one) unless its
+        // norm needs the double sums; the flag reaches the block through
+        // shared memory, so the branch below is uniform.
+        if (warp == 0) {
+            const double x2 = __shfl_sync(0xffffffffu, t, r);
+            const bool redo = x2 < PREG_TINY && any != 0;
+            if (!redo) {
+                const Reflector rf = make_reflector(__shfl_sync(0xffffffffu, rv, r), x2);
+                gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
+                wvec[lane] = (lane > r && rf.tau != 0.0f)
+                                 ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
+                                 : 0.0f;
+                if (lane == 0) {
+                    taus[r] = rf.tau;
+                    betas[r] = rf.beta;
+                    scales[r] = rf.scale;
+                }
+            }
+            if (lane == 0) s_redo = redo;
+        }
+        __syncthreads();
+        if (s_redo) {
+#pragma unroll 1
+            for (int c = 0; c < PREG_NB; ++c) {
+                double d = 0.0;
+#pragma unroll
+                for (int k = 0; k < PREG_RPT; ++k) {
+                    const double x = r0 + tid + k * PREG_THREADS > r ? (double)a[k][r] : 0.0;
+                    d = fma(x, (double)preg_pick(a[k], c), d);
+                }
+                d = warp_sum_f64(d);
+                if (lane == c) red2[warp][c] = d;
+            }
+            __syncthreads();
+            if (warp == 0) {
+                t = 0.0;
+#pragma unroll
+                for (int q = 0; q < PREG_WARPS; ++q) t += red2[q][lane];
+            }
+            preg_meet(mt, slot, owner, t, any, rv);
+            if (warp == 0) {
+                const Reflector rf = make_reflector(__shfl_sync(0xffffffffu, rv, r),
+                                                    __shfl_sync(0xffffffffu, t, r));
+                gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
+                wvec[lane] = (lane > r && rf.tau != 0.0f)
+                                 ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
+                                 : 0.0f;
+                if (lane == 0) {
+                    taus[r] = rf.tau;
+                    betas[r] = rf.beta;
+                    scales[r] = rf.scale;
+                }
+            }
+            __syncthreads();
+        }
+
+        if (taus[r] != 0.0f) {
+            const double sc = scales[r];
+            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the sums were
+            // redone in double, so a float32 scale is exact to rounding.
+            const bool fast = fabs(sc) < 1.0e30;
+            const float fs = (float)sc, beta = betas[r];
+            float wv[PREG_NB];
+#pragma unroll
+            for (int c = r + 1; c < PREG_NB; ++c) wv[c] = wvec[c];
+#pragma unroll
+            for (int k = 0; k < PREG_RPT; ++k) {
+                const int pr = r0 + tid + k * PREG_THREADS;
+                const bool below = pr > r, diag = pr == r;
+                const float x = a[k][r];
+                const float v =
+                    below ? (fast ? x * fs : (float)((double)x * sc)) : (diag ? 1.0f : 0.0f);
+#pragma unroll
+                for (int c = r + 1; c < PREG_NB; ++c) a[k][c] = fmaf(-v, wv[c], a[k][c]);
+                a[k][r] = below ? v : (diag ? beta : x);
+            }
+        }
+    }
+#if PREG_CLUSTER > 0
+    // No block may leave while another can still read its shared memory.
+    cluster_barrier();
+#endif
+
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const int lr = tid + k * PREG_THREADS, pr = r0 + lr;
+        if (lr < rows) {
+            float* row = hm + (long long)pr * n;
+            float* vrow = vbuf + (long long)m * n * PREG_NB + (long long)pr * PREG_NB;
+#pragma unroll
+            for (int c = 0; c < PREG_NB; ++c) {
+                const float x = a[k][c];
+                // R (on and above the diagonal) goes back to the input's scale.
+                if (c < w) row[c] = pr <= c ? ldexpf(x, ex) : x;
+                vrow[c] = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
+            }
+        }
+    }
+    if (g != 0) return;
+
+    // T from the Gram columns, one column at a time: T[k][r] = -tau_r *
+    // sum_{k <= q < r} T[k][q] gram[q][r], overwriting gram's upper triangle.
+    if (warp == 0) {
+        for (int r = 0; r < w; ++r) {
+            double y = 0.0;
+            if (lane < r)
+                for (int q = lane; q < r; ++q) y += gram[lane][q] * gram[q][r];
+            __syncwarp();
+            if (lane < r) gram[lane][r] = -(double)taus[r] * y;
+            if (lane == r) gram[r][r] = (double)taus[r];
+            __syncwarp();
+        }
+    }
+    __syncthreads();
+    for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
+        const int k = idx >> 5, c = idx & 31;
+        const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
+        tbuf[(long long)m * PREG_NB * PREG_NB + idx] = t;
+    }
+    if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
+}
