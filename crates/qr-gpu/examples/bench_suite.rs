@@ -198,14 +198,14 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     for sp in ["8,2048,1,dense", "2,4096,1,dense"] {
         variants.push((sp, "large".to_string(), Some(Strategy::Large), base.clone()));
     }
-    // `--only TEXT` keeps the variants whose knob mentions TEXT.
+    // `--only A,B` keeps the variants whose knob mentions A or B.
     let args: Vec<String> = std::env::args().collect();
     if let Some(only) = args
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
     {
-        variants.retain(|v| v.1.contains(only.as_str()));
+        variants.retain(|v| only.split(',').any(|o| v.1.contains(o)));
     }
     // Group by case so that each case's inputs are generated once.
     variants.sort_by_key(|v| v.0);

@@ -17,8 +17,7 @@
 // cluster barrier. Per reflector: two block barriers (plus one cluster
 // barrier), then every thread updates its rows.
 //
-// The reflector loop is unrolled, so column r is a compile-time register
-// index. Numerics are panel.cu's: the panel is scaled by a power of two into
+// Numerics are panel.cu's: the panel is scaled by a power of two into
 // [0.5, 1); sums are float32 per thread and warp and double across warps and
 // blocks, in a fixed order (every block forms the same reflector, every run
 // the same bits); a reflector whose scaled ||x[1..]||^2 falls below
@@ -78,6 +77,20 @@ __device__ __forceinline__ float preg_transpose_sum(float (&v)[PREG_NB], int lan
     return v[0];
 }
 
+// 16-byte global accesses through PTX (the vector types live in headers).
+__device__ __forceinline__ void preg_ld4(const float* p, float& x0, float& x1, float& x2,
+                                         float& x3) {
+    asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
+                 : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
+                 : "l"(p));
+}
+
+__device__ __forceinline__ void preg_st4(float* p, float x0, float x1, float x2, float x3) {
+    asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x0), "f"(x1), "f"(x2),
+                 "f"(x3)
+                 : "memory");
+}
+
 // Column c of a row, for a run-time c (the cold double path).
 __device__ __forceinline__ float preg_pick(const float (&row)[PREG_NB], int c) {
     float x = 0.0f;
@@ -131,6 +144,26 @@ __device__ __forceinline__ void preg_meet(PregMeet& mt, int& slot, int owner, do
 #endif
 }
 
+// Warp 0's part of step r: lane c (column c, register slot `slot_c`) turns
+// the totals `t` and the reflector row `rv` into T's Gram column, the
+// update's row vector w (by register slot; 0 for columns left of r) and the
+// reflector's tau, beta and scale.
+__device__ __forceinline__ void preg_reflector(int r, int lane, int slot_c, float rv, double t,
+                                               double (*gram)[PREG_NB + 1], float* wvec,
+                                               float* taus, float* betas, double* scales) {
+    const Reflector rf =
+        make_reflector(__shfl_sync(0xffffffffu, rv, r), __shfl_sync(0xffffffffu, t, r));
+    gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
+    wvec[slot_c] = (lane > r && rf.tau != 0.0f)
+                       ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
+                       : 0.0f;
+    if (lane == 0) {
+        taus[r] = rf.tau;
+        betas[r] = rf.beta;
+        scales[r] = rf.scale;
+    }
+}
+
 extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
     panelreg_factor_f32(float* __restrict__ h, float* __restrict__ vbuf,
                         float* __restrict__ tbuf, float* __restrict__ tau, int n, int p, int w,
@@ -157,17 +190,24 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     float* hm = h + (long long)m * n * n + (long long)p * n + p;
     int slot = 0;
 
+    // Whole 16-byte row pieces when every panel row is 16-byte aligned.
+    const bool vec = w == PREG_NB && (n & 3) == 0 && ((unsigned long long)hm & 15) == 0;
     float a[PREG_RPT][PREG_NB];
     float amax = 0.0f;
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS;
         const float* row = hm + (long long)(r0 + lr) * n;
+        if (vec && lr < rows) {
 #pragma unroll
-        for (int c = 0; c < PREG_NB; ++c) {
-            a[k][c] = (lr < rows && c < w) ? row[c] : 0.0f;
-            amax = fmaxf(amax, fabsf(a[k][c]));
+            for (int c = 0; c < PREG_NB; c += 4)
+                preg_ld4(row + c, a[k][c], a[k][c + 1], a[k][c + 2], a[k][c + 3]);
+        } else {
+#pragma unroll
+            for (int c = 0; c < PREG_NB; ++c) a[k][c] = (lr < rows && c < w) ? row[c] : 0.0f;
         }
+#pragma unroll
+        for (int c = 0; c < PREG_NB; ++c) amax = fmaxf(amax, fabsf(a[k][c]));
     }
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) wmax[warp] = amax;
@@ -190,13 +230,18 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) a[k][c] = ldexpf(a[k][c], -ex);
 
-#pragma unroll
+    // Step r factors column r. The rows rotate left by one register per
+    // step, so the pivot column is always register 0 and every index below
+    // is a compile-time one: register c holds column (r + c) mod 32, and after
+    // 32 steps the order is back. The loop stays rolled: unrolled, its code
+    // outgrows the instruction cache and every step waits on fetches.
+#pragma unroll 1
     for (int r = 0; r < PREG_NB; ++r) {
         // Padding reflectors past the last row (r >= nrow) use any block.
         const int owner = min(r / chunk, PREG_GROUPS - 1);
-        // Sums over the rows below r of x * A[., c] for every column c: c = r
-        // is ||x[1..]||^2, c > r are v^T A[., c] once scaled, c < r are the
-        // Gram entries v_c^T x of T.
+        // Register c's sums over the rows below r of x * A[., c]: for column
+        // r that is ||x[1..]||^2, for the columns right of it v^T A[., c] once
+        // scaled, for the factored ones the Gram entries v_c^T x of T.
         {
             float part[PREG_NB];
 #pragma unroll
@@ -204,7 +249,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             bool any = false;
 #pragma unroll
             for (int k = 0; k < PREG_RPT; ++k) {
-                const float x = r0 + tid + k * PREG_THREADS > r ? a[k][r] : 0.0f;
+                const float x = r0 + tid + k * PREG_THREADS > r ? a[k][0] : 0.0f;
                 any |= x != 0.0f;
 #pragma unroll
                 for (int c = 0; c < PREG_NB; ++c) part[c] = fmaf(x, a[k][c], part[c]);
@@ -219,16 +264,18 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         }
         __syncthreads();
 
+        // Warp 0 works by column: lane c reads register slot (c - r) mod 32.
+        const int slot_c = (lane - r) & (PREG_NB - 1);
         double t = 0.0;
         u32 any = 0;
         float rv = 0.0f;
         if (warp == 0) {
 #pragma unroll
             for (int q = 0; q < PREG_WARPS; ++q) {
-                t += red[q][lane];
+                t += red[q][slot_c];
                 any |= nonzero[q];
             }
-            rv = rowv[lane];
+            rv = rowv[slot_c];
         }
         preg_meet(mt, slot, owner, t, any, rv);
         // Warp 0 forms the reflector (every block the same one) unless its
@@ -237,18 +284,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         if (warp == 0) {
             const double x2 = __shfl_sync(0xffffffffu, t, r);
             const bool redo = x2 < PREG_TINY && any != 0;
-            if (!redo) {
-                const Reflector rf = make_reflector(__shfl_sync(0xffffffffu, rv, r), x2);
-                gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
-                wvec[lane] = (lane > r && rf.tau != 0.0f)
-                                 ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
-                                 : 0.0f;
-                if (lane == 0) {
-                    taus[r] = rf.tau;
-                    betas[r] = rf.beta;
-                    scales[r] = rf.scale;
-                }
-            }
+            if (!redo) preg_reflector(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
             if (lane == 0) s_redo = redo;
         }
         __syncthreads();
@@ -258,7 +294,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 double d = 0.0;
 #pragma unroll
                 for (int k = 0; k < PREG_RPT; ++k) {
-                    const double x = r0 + tid + k * PREG_THREADS > r ? (double)a[k][r] : 0.0;
+                    const double x = r0 + tid + k * PREG_THREADS > r ? (double)a[k][0] : 0.0;
                     d = fma(x, (double)preg_pick(a[k], c), d);
                 }
                 d = warp_sum_f64(d);
@@ -268,45 +304,42 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             if (warp == 0) {
                 t = 0.0;
 #pragma unroll
-                for (int q = 0; q < PREG_WARPS; ++q) t += red2[q][lane];
+                for (int q = 0; q < PREG_WARPS; ++q) t += red2[q][slot_c];
             }
             preg_meet(mt, slot, owner, t, any, rv);
-            if (warp == 0) {
-                const Reflector rf = make_reflector(__shfl_sync(0xffffffffu, rv, r),
-                                                    __shfl_sync(0xffffffffu, t, r));
-                gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
-                wvec[lane] = (lane > r && rf.tau != 0.0f)
-                                 ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
-                                 : 0.0f;
-                if (lane == 0) {
-                    taus[r] = rf.tau;
-                    betas[r] = rf.beta;
-                    scales[r] = rf.scale;
-                }
-            }
+            if (warp == 0) preg_reflector(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
             __syncthreads();
         }
 
-        if (taus[r] != 0.0f) {
-            const double sc = scales[r];
-            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the sums were
-            // redone in double, so a float32 scale is exact to rounding.
-            const bool fast = fabs(sc) < 1.0e30;
-            const float fs = (float)sc, beta = betas[r];
-            float wv[PREG_NB];
+        const float tr = taus[r];
+        const double sc = scales[r];
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the sums were
+        // redone in double, so a float32 scale is exact to rounding.
+        const bool fast = fabs(sc) < 1.0e30;
+        const float fs = (float)sc, beta = betas[r];
+        float v[PREG_RPT], x0[PREG_RPT];
 #pragma unroll
-            for (int c = r + 1; c < PREG_NB; ++c) wv[c] = wvec[c];
+        for (int k = 0; k < PREG_RPT; ++k) {
+            const int pr = r0 + tid + k * PREG_THREADS;
+            const bool below = pr > r, diag = pr == r;
+            const float x = a[k][0];
+            v[k] = below ? (fast ? x * fs : (float)((double)x * sc)) : (diag ? 1.0f : 0.0f);
+            x0[k] = tr == 0.0f ? x : (below ? v[k] : (diag ? beta : x));
+        }
+        if (tr != 0.0f) {
+            // wvec is 0 for the factored columns, which this leaves as they are.
 #pragma unroll
-            for (int k = 0; k < PREG_RPT; ++k) {
-                const int pr = r0 + tid + k * PREG_THREADS;
-                const bool below = pr > r, diag = pr == r;
-                const float x = a[k][r];
-                const float v =
-                    below ? (fast ? x * fs : (float)((double)x * sc)) : (diag ? 1.0f : 0.0f);
+            for (int c = 1; c < PREG_NB; ++c) {
+                const float wc = wvec[c];
 #pragma unroll
-                for (int c = r + 1; c < PREG_NB; ++c) a[k][c] = fmaf(-v, wv[c], a[k][c]);
-                a[k][r] = below ? v : (diag ? beta : x);
+                for (int k = 0; k < PREG_RPT; ++k) a[k][c] = fmaf(-v[k], wc, a[k][c]);
             }
+        }
+#pragma unroll
+        for (int k = 0; k < PREG_RPT; ++k) {
+#pragma unroll
+            for (int c = 0; c + 1 < PREG_NB; ++c) a[k][c] = a[k][c + 1];
+            a[k][PREG_NB - 1] = x0[k];
         }
     }
 #if PREG_CLUSTER > 0
@@ -320,12 +353,26 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         if (lr < rows) {
             float* row = hm + (long long)pr * n;
             float* vrow = vbuf + (long long)m * n * PREG_NB + (long long)pr * PREG_NB;
+            float hv[PREG_NB], vv[PREG_NB];
 #pragma unroll
             for (int c = 0; c < PREG_NB; ++c) {
                 const float x = a[k][c];
                 // R (on and above the diagonal) goes back to the input's scale.
-                if (c < w) row[c] = pr <= c ? ldexpf(x, ex) : x;
-                vrow[c] = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
+                hv[c] = pr <= c ? ldexpf(x, ex) : x;
+                vv[c] = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
+            }
+            // V's rows are 128-byte aligned (32 floats from an aligned base).
+#pragma unroll
+            for (int c = 0; c < PREG_NB; c += 4)
+                preg_st4(vrow + c, vv[c], vv[c + 1], vv[c + 2], vv[c + 3]);
+            if (vec) {
+#pragma unroll
+                for (int c = 0; c < PREG_NB; c += 4)
+                    preg_st4(row + c, hv[c], hv[c + 1], hv[c + 2], hv[c + 3]);
+            } else {
+#pragma unroll
+                for (int c = 0; c < PREG_NB; ++c)
+                    if (c < w) row[c] = hv[c];
             }
         }
     }
