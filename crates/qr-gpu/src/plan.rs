@@ -389,13 +389,7 @@ mod tests {
         assert_eq!(at(40, 176).strategy, Strategy::Smem);
         assert_eq!(at(40, 352).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
-        assert_eq!(
-            (
-                at(640, 512).panel.threads,
-                at(640, 512).panel.rows_per_thread
-            ),
-            (256, 2)
-        );
+        assert_eq!(at(640, 512).panel.rows_per_thread, 0);
         assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(60, 1024).panel.groups, 4);
         assert_eq!(at(40, 352).panel.groups, 4);
@@ -424,7 +418,10 @@ mod tests {
 
     #[test]
     fn register_panels_hold_every_row() {
-        let t = Tuning::default();
+        let t = Tuning {
+            reg_panel_rows_per_thread: 2,
+            ..Tuning::default()
+        };
         for n in [1, 2, 31, 32, 33, 65, 240, 511, 512, 513, 1000, 1024] {
             let th = t.reg_panel_threads_for(n).expect("fits");
             assert!(
@@ -434,6 +431,8 @@ mod tests {
             assert!(panelreg::capacity(th, t.reg_panel_rows_per_thread) >= n);
         }
         assert_eq!(t.reg_panel_threads_for(1025), None);
+        let on = plan(Shape::new(640, 512).unwrap(), &h200(), &t, None).unwrap();
+        assert_eq!((on.panel.threads, on.panel.rows_per_thread), (256, 2));
         let off = Tuning {
             reg_panel_rows_per_thread: 0,
             ..t
@@ -481,7 +480,10 @@ mod tests {
     #[test]
     fn plan_defines_are_the_ones_the_sources_check() {
         let d = h200();
-        let t = Tuning::default();
+        let t = Tuning {
+            reg_panel_rows_per_thread: 2,
+            ..Tuning::default()
+        };
         for (n, s, src) in [
             (100, Strategy::Smem, &smem::SOURCE),
             (300, Strategy::Blocked, &panelreg::SOURCE),

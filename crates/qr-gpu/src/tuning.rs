@@ -43,16 +43,17 @@ pub struct Tuning {
     /// tf32 `mma.sync` (sm_80+). Table "trailing update" and
     /// docs/perf/trailing_tc.md.
     pub tensor_trailing: bool,
-    /// `blocked` path: panel rows each thread of the register-resident panel
-    /// kernel holds (0: the shared-memory panel kernel). Table "register
-    /// panel" (H200).
+    /// `blocked` and `cluster` paths: panel rows each thread of the
+    /// register-resident panel kernel holds; 0 keeps the shared-memory panel
+    /// kernel, which the H200 measured faster on every benchmark case (table
+    /// "register panel": geomean 3.97 ms with 0, 6.30 ms with 2, 8.38 ms with 1).
     pub reg_panel_rows_per_thread: u32,
     /// Largest block of the register-resident panel kernel; taller panels
     /// take the shared-memory kernel. Table "register panel".
     pub reg_panel_max_threads: u32,
     /// Tensor-core update: load the next slab before the current one's mma
-    /// (one block per SM for the registers it needs). Table "trailing
-    /// update".
+    /// (one block per SM for the registers it needs). Off: slower on the
+    /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
     pub tensor_prefetch: bool,
 }
 
@@ -69,7 +70,7 @@ impl Default for Tuning {
             cluster_min_rows: 64,
             cluster_blocks_per_sm: 2,
             tensor_trailing: true,
-            reg_panel_rows_per_thread: 2,
+            reg_panel_rows_per_thread: 0,
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
         }

@@ -92,6 +92,53 @@ fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The register-resident panel kernel (off by default) on the blocked and
+/// cluster paths: sizes around its block limits, every distribution, inputs
+/// of 1e-30s, and two runs bitwise identical.
+fn register_panel(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        reg_panel_rows_per_thread: 2,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning.clone())
+            .with_strategy(Some(s));
+        for (i, n) in [1, 31, 33, 65, 200, 511, 513, 1000, 2048]
+            .into_iter()
+            .enumerate()
+        {
+            if s == Strategy::Blocked && n > 1024 {
+                continue;
+            }
+            let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+            let sp = spec(batch_for(n), n, 2.0, case);
+            let a = generate(&sp, 500 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} register panel {sp}"))?;
+        }
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(3, 300, 2.0, case);
+            let a = generate(&sp, 600 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} register panel {sp}"))?;
+        }
+        let sp = spec(2, 257, 1.0, Case::Dense);
+        let tiny: Vec<f32> = generate(&sp, 13).iter().map(|x| x * 1e-30).collect();
+        gate(
+            &b,
+            sp.shape()?,
+            &tiny,
+            &format!("{s} register panel {sp} times 1e-30"),
+        )?;
+        let one = geqrf(&b, sp.shape()?, &tiny)?;
+        let two = geqrf(&b, sp.shape()?, &tiny)?;
+        if one.h != two.h || one.tau != two.tau {
+            return Err(format!("{s} register panel: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
 /// Each strategy forced on sizes around its limits, one distribution per
 /// size in turn.
 fn strategy_sizes(g: &Arc<GpuBackend>, s: Strategy) -> Result<(), Failed> {
@@ -334,7 +381,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_non_finite(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 8] = [
+    let plain: [(&str, Test); 9] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -345,6 +392,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             chosen_plans_pass_the_test_set,
         ),
         ("modules_are_cached", modules_are_cached),
+        ("register_panel", register_panel),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),
