@@ -103,6 +103,7 @@ static void build(Variant& v, const std::string& src, const char* outdir, bool d
 struct Problem {
     int n, batch, r0, c0, nrow, ntrail;
     float *a, *v, *t;
+    int* zcol;  // per matrix: n (no zero columns to skip)
     float* a2() const { return a + (size_t)r0 * n + c0; }
     long long as() const { return (long long)n * n; }
     long long vs() const { return (long long)n * kNb; }
@@ -114,8 +115,11 @@ static void launch_tc(const Variant& var, const Problem& p, cudaStream_t st) {
     int lda = p.n, nrow = p.nrow, ntrail = p.ntrail, w = kNb;
     const float* v = p.v;
     const float* t = p.t;
+    const float* src = a2;  // in place
     const unsigned tiles = (unsigned)((ntrail + var.bn - 1) / var.bn);
-    void* args[] = {&a2, &as, &lda, &v, &vs, &t, &ts, &nrow, &ntrail, &w};
+    const int* zcol = p.zcol;
+    int panel_col = p.c0 - kNb;
+    void* args[] = {&a2, &src, &as, &lda, &v, &vs, &t, &ts, &nrow, &ntrail, &w, &zcol, &panel_col};
     CU_OK(cuLaunchKernel(var.fn, tiles * (unsigned)p.batch, 1, 1, (unsigned)var.warps * 32, 1, 1,
                          0, (CUstream)st, args, nullptr));
 }
@@ -208,6 +212,11 @@ static Problem alloc_problem(int n, int batch, int panel) {
     CUDA_OK(cudaMalloc(&p.a, (size_t)batch * n * n * 4));
     CUDA_OK(cudaMalloc(&p.v, (size_t)batch * n * kNb * 4));
     CUDA_OK(cudaMalloc(&p.t, (size_t)batch * kNb * kNb * 4));
+    {
+        std::vector<int> z((size_t)batch, n);
+        CUDA_OK(cudaMalloc(&p.zcol, (size_t)batch * 4));
+        CUDA_OK(cudaMemcpy(p.zcol, z.data(), (size_t)batch * 4, cudaMemcpyHostToDevice));
+    }
     return p;
 }
 static void free_problem(Problem& p) {

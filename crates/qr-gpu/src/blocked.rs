@@ -14,18 +14,27 @@ use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers, ROW_BYTES};
 use crate::kernels::panelreg;
 use crate::kernels::trailing_tc;
+use crate::kernels::util;
 use crate::plan::Plan;
 
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
 const MAX_MATS_PER_LAUNCH: usize = 65_535;
 
-/// Factors `h` in place (it already holds the input) and writes `tau`.
+/// Factors the input `a` into `h` and `tau` (`a` is only read), after the
+/// scan that sets `info` to 1 for non-finite matrices and finds each
+/// matrix's exactly-zero trailing columns (skipped by the kernels). With the
+/// shared-memory panel and the tensor-core update the first panel's two
+/// kernels read `a` and write `h`, so the input is copied on the way instead
+/// of by a separate pass over the whole batch; otherwise `a` is copied into
+/// `h` first and everything runs in place.
 pub(crate) fn factor(
     engine: &Engine,
     plan: &Plan,
     shape: Shape,
+    a: u64,
     h: u64,
     tau: u64,
+    info: u64,
 ) -> Result<(), QrError> {
     let (batch, n) = (shape.batch(), shape.n());
     let groups = plan.panel.groups.max(1);
@@ -34,8 +43,17 @@ pub(crate) fn factor(
     let global = meeting == Meeting::Global;
     let stream = engine.stream();
     let mut ws = engine.workspace();
-    let buf = PanelBuffers {
+    let reg_rows = plan.panel.rows_per_thread;
+    let zcol = ws.zcol.ensure(stream, batch)?;
+    util::nonfinite_zcol(engine, shape, a, info, zcol)?;
+    let out_of_place = reg_rows == 0 && plan.panel.tensor_trailing;
+    if !out_of_place {
+        engine.copy_dtod(h, a, shape.a_bytes())?;
+    }
+    let mut buf = PanelBuffers {
         h,
+        src: if out_of_place { a } else { h },
+        zcol,
         v: ws.v.ensure(stream, batch * n * NB)?,
         t: ws.t.ensure(stream, batch * NB * NB)?,
         tau,
@@ -65,7 +83,6 @@ pub(crate) fn factor(
         )
     };
 
-    let reg_rows = plan.panel.rows_per_thread;
     let max_rows = n.div_ceil(groups as usize);
     // The register panel needs no shared-memory kernel at all.
     let f = if reg_rows > 0 {
@@ -127,6 +144,9 @@ pub(crate) fn factor(
                 trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
             }
         }
+        // From here on h holds every column (the first panel wrote its own,
+        // the first update the rest).
+        buf.src = h;
     }
     Ok(())
 }
@@ -149,12 +169,15 @@ fn tensor_update(
         let mats = per_launch.min(shape.batch() - mat0);
         let op = trailing_tc::Operands {
             a: buf.h + ((mat0 * n * n + p * n + c0) * 4) as u64,
+            src: buf.src + ((mat0 * n * n + p * n + c0) * 4) as u64,
             a_stride: n * n,
             lda: n,
             v: buf.v + (mat0 * n * NB * 4) as u64,
             v_stride: n * NB,
             t: buf.t + (mat0 * NB * NB * 4) as u64,
             t_stride: NB * NB,
+            zcol: buf.zcol + (mat0 * 4) as u64,
+            panel_col: p,
         };
         trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch)?;
     }

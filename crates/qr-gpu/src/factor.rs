@@ -29,11 +29,10 @@ pub(crate) fn geqrf(
         // One launch: the kernel holds the whole matrix and writes info.
         return smem::launch(engine, plan, a, h, tau, info);
     }
-    // Flag non-finite matrices first; they are factored with the rest (NaN
-    // only flows through their own blocks) and overwritten with NaN last.
-    util::nonfinite(engine, shape, a, info)?;
-    engine.copy_dtod(h, a, shape.a_bytes())?;
-    blocked::factor(engine, plan, shape, h, tau)?;
+    // Non-finite matrices are flagged first (inside, by the scan that also
+    // finds the zero columns); they are factored with the rest (NaN only
+    // flows through their own blocks) and overwritten with NaN last.
+    blocked::factor(engine, plan, shape, a, h, tau, info)?;
     // A finite matrix whose R or reflectors did not fit f32 is flagged too.
     util::overflow(engine, shape, h, tau, info)?;
     util::nanfill(engine, shape, h, tau, info)

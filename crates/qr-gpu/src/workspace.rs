@@ -87,6 +87,9 @@ pub(crate) struct Workspace {
     pub rowbuf: Buf<f32>,
     /// Barrier counters of the `large` panel.
     pub counters: Buf<u32>,
+    /// Per matrix, one past its last column with a non-zero entry (the
+    /// zero-column skip; written by the non-finite scan of every call).
+    pub zcol: Buf<i32>,
 }
 
 /// Host-API staging: the inputs and outputs copied in and out.

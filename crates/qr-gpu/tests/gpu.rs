@@ -253,6 +253,51 @@ fn strategy_non_finite(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(),
     Ok(())
 }
 
+/// Exactly-zero trailing columns, a different number in every matrix (none,
+/// a panel's worth and a half, all but one, all): every matrix meets the bar
+/// and its zero columns factor to tau = 0 with zero R columns, as without the
+/// device's zero-column skip; a zero column between non-zero ones changes
+/// nothing either.
+fn strategy_zero_columns(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
+    let b = (**g).clone().with_strategy(Some(s));
+    let sp = spec(5, n, 1.0, Case::Dense);
+    let shape = sp.shape()?;
+    let mut a = generate(&sp, 13);
+    let zero_from = [n, n - 48.min(n - 1), 1, 0, n / 2];
+    for (m, &z) in zero_from.iter().enumerate() {
+        for r in 0..n {
+            for c in z..n {
+                a[m * n * n + r * n + c] = 0.0;
+            }
+        }
+    }
+    // Matrix 4 also gets an interior zero column left of its zero block.
+    for r in 0..n {
+        a[4 * n * n + r * n + n / 4] = 0.0;
+    }
+    let f = geqrf(&b, shape, &a)?;
+    if !f.all_ok() {
+        return Err(format!("{s} zero columns: info {:?}", f.info).into());
+    }
+    let one = Shape::new(1, n)?;
+    for (m, &z) in zero_from.iter().enumerate() {
+        let (h, t) = (&f.h[m * n * n..(m + 1) * n * n], &f.tau[m * n..(m + 1) * n]);
+        let report = qr_verify::check(one, &a[m * n * n..(m + 1) * n * n], h, t)?;
+        if !report.meets_bar() {
+            return Err(format!("{s} zero columns from {z}: matrix {m} fails the bar").into());
+        }
+        let bad_tau = (z..n).any(|c| t[c] != 0.0);
+        let bad_h = (0..n).any(|r| (z..n).any(|c| h[r * n + c] != 0.0));
+        if bad_tau || bad_h {
+            return Err(format!(
+                "{s} zero columns from {z}: matrix {m} has non-zero tau or R there"
+            )
+            .into());
+        }
+    }
+    Ok(())
+}
+
 fn forced_out_of_range_is_an_error(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let n = qr_gpu::smem_fit_n(g.device()) + 1;
     let b = (**g).clone().with_strategy(Some(Strategy::Smem));
@@ -379,6 +424,10 @@ fn trials() -> Vec<(String, BoxedTest)> {
         t.push((
             format!("{s}_non_finite"),
             Box::new(move |g| strategy_non_finite(g, s, mid)),
+        ));
+        t.push((
+            format!("{s}_zero_columns"),
+            Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
     let plain: [(&str, Test); 9] = [

@@ -61,6 +61,13 @@ pub(crate) fn defines(threads: u32, meeting: Meeting) -> Vec<(String, String)> {
 pub(crate) struct PanelBuffers {
     /// The matrices being factored in place (batch * n * n).
     pub h: u64,
+    /// Where the panel is read from: `h`, or for the first panel of an
+    /// out-of-place factorization the input (same shape), so that the copy
+    /// into `h` rides on the first pass.
+    pub src: u64,
+    /// Per matrix, one past its last non-zero column (batch ints): a panel
+    /// right of it is all zeros and only writes tau = 0.
+    pub zcol: u64,
     /// Explicit V per matrix (n * NB).
     pub v: u64,
     /// T per matrix (NB * NB).
@@ -119,6 +126,8 @@ pub(crate) fn launch(
     let (n, p, w, g, m0) = (n as i32, p as i32, w as i32, groups as i32, mat0 as i32);
     let mut b = engine.stream().launch_builder(f);
     b.arg(&buf.h)
+        .arg(&buf.src)
+        .arg(&buf.zcol)
         .arg(&buf.v)
         .arg(&buf.t)
         .arg(&buf.tau)

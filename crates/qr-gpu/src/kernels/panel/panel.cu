@@ -47,6 +47,10 @@
 #endif
 #define PANEL_NB 32
 #define PANEL_WARPS (PANEL_THREADS / 32)
+// Blocks per SM the register budget must allow: five 256-thread blocks (the
+// most whose panels fit the H200's shared memory once the panel has 256 rows or
+// fewer) need at most 48 registers a thread.
+#define PANEL_MIN_BLOCKS (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? 1280 / PANEL_THREADS : 1)
 // 2^-60: below it a scaled squared norm may have lost bits to underflow.
 #define PANEL_TINY 8.673617379884035e-19
 
@@ -83,11 +87,14 @@ struct Meet {
 // Adds lane `lane`'s value `t` over the matrix's blocks (or takes the max when
 // `use_max`), and fetches lane `lane` of `owner`'s row `rv`. Called by every
 // thread of the block; `t`, `rv` are read from warp 0 only; the results land
-// in `tot[lane]` and `rowv[lane]` for the whole block.
+// in `tot[lane]` and `rowv[lane]` for the whole block. Lane `r` of warp 0 also
+// forms reflector r into `*rf` before the closing barrier publishes it (its
+// double square root and divisions cost one thread instead of the block's;
+// r < 0: no reflector).
 template <bool use_max>
 __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, double* tot,
                                      float* rowv, double (*xpart)[PANEL_NB],
-                                     float (*xrow)[PANEL_NB]) {
+                                     float (*xrow)[PANEL_NB], int r, Reflector* rf) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slot = mt.k & 1;
     mt.k += 1;
@@ -95,6 +102,7 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         if (warp == 0) {
             tot[lane] = t;
             rowv[lane] = rv;
+            if (lane == r) *rf = make_reflector(rv, t);
         }
         __syncthreads();
         return;
@@ -116,6 +124,7 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
         tot[lane] = s;
         rowv[lane] = rv_owner;
+        if (lane == r) *rf = make_reflector(rv_owner, s);
     }
 #else
     const long long sl = (long long)mt.m * 2 + slot;
@@ -136,15 +145,86 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
             for (int q = 0; q < 8; ++q)
                 if (q0 + q < mt.groups) s = use_max ? fmax(s, x[q]) : s + x[q];
         }
+        const float rv_owner = ((const volatile float*)mt.rowbuf)[sl * PANEL_NB + lane];
         tot[lane] = s;
-        rowv[lane] = ((const volatile float*)mt.rowbuf)[sl * PANEL_NB + lane];
+        rowv[lane] = rv_owner;
+        if (lane == r) *rf = make_reflector(rv_owner, s);
     }
 #endif
     __syncthreads();
 }
 
-extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
-    panel_factor_f32(float* __restrict__ h, float* __restrict__ vbuf, float* __restrict__ tbuf,
+// Sums of reflector r over rows first..rows of this block into red[warp]:
+// lane c gets sum x * A[., c] with x = column r. Four independent chains keep
+// several shared-memory loads in flight.
+__device__ __forceinline__ void dot_rows(const float* s, int r, int first, int rows, int warp,
+                                         int lane, double (*red)[PANEL_NB]) {
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int lr = first + warp;
+    for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
+            acc[u] = fmaf(row[r], row[lane], acc[u]);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 3; ++u, lr += PANEL_WARPS)
+        if (lr < rows) acc[u] = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], acc[u]);
+    red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
+}
+
+// Applies reflector r to rows first..rows of this block and, in the same pass,
+// forms reflector `next`'s sums into red[warp] (next < 0: none). Lane r turns
+// x into v (x * scale); lanes r < c < w take A[., c] -= v * wc[c]; the other
+// lanes keep their column. The updated row is in registers, so the next
+// reflector's column comes from lane `next` by a shuffle: one pass over the
+// rows and no barrier between the update and the next sums. Rows up to the
+// next pivot (global row next) are updated but not summed.
+template <bool fast>
+__device__ __forceinline__ void update_rows(float* s, int r, int next, int first, int rows, int r0,
+                                            int warp, int lane, float fs, double scale, float wc,
+                                            int w, double (*red)[PANEL_NB]) {
+    const bool store = lane >= r && lane < w;
+    const int src = next < 0 ? 0 : next;
+    const int sum_from = next < 0 ? rows : next + 1 - r0;  // first local row summed
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int lr = first + warp;
+    for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int l = lr + u * PANEL_WARPS;
+            float* row = s + l * PANEL_LD;
+            const float x = row[r];
+            const float v = fast ? x * fs : (float)((double)x * scale);
+            const float a0 = row[lane];
+            const float a = lane == r ? v : fmaf(-v, wc, a0);
+            if (store) row[lane] = a;
+            const float y = __shfl_sync(0xffffffffu, a, src);
+            acc[u] = fmaf(l >= sum_from ? y : 0.0f, a, acc[u]);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 3; ++u, lr += PANEL_WARPS) {
+        // Warp-uniform condition: the shuffle needs every lane.
+        if (lr < rows) {
+            float* row = s + lr * PANEL_LD;
+            const float x = row[r];
+            const float v = fast ? x * fs : (float)((double)x * scale);
+            const float a0 = row[lane];
+            const float a = lane == r ? v : fmaf(-v, wc, a0);
+            if (store) row[lane] = a;
+            const float y = __shfl_sync(0xffffffffu, a, src);
+            acc[u] = fmaf(lr >= sum_from ? y : 0.0f, a, acc[u]);
+        }
+    }
+    if (next >= 0)
+        red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
+}
+
+extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, PANEL_MIN_BLOCKS)
+    panel_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
+                     float* __restrict__ vbuf, float* __restrict__ tbuf,
                      float* __restrict__ tau, double* partials, float* rowbuf, u32* counters,
                      int n, int p, int w, int groups, int mat0) {
     extern __shared__ float s[];
@@ -156,6 +236,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
     __shared__ double xpart[2][PANEL_NB];
     __shared__ float xrow[2][PANEL_NB];
     __shared__ u32 base_s;
+    __shared__ Reflector s_rf;
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = blockIdx.x, m = mat0 + blockIdx.y;
@@ -164,6 +245,16 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
     const int r0 = min(nrow, g * chunk);
     const int rows = min(nrow, r0 + chunk) - r0;
     float* hm = h + (long long)m * n * n + (long long)p * n + p;
+    // The panel is read from `src` (h itself, or the input on the first
+    // panel of an out-of-place factorization) and written to h.
+    const float* sm = src + (long long)m * n * n + (long long)p * n + p;
+    // Columns from zcol[m] on are zero in the input and stay zero: such a
+    // panel's factorization is tau = 0 and nothing else (H keeps its zeros;
+    // the trailing update skips it, so V and T are not needed). The same
+    // for every block of the matrix, so none waits for another. Out of place
+    // (the first panel) the pass also copies, so it always runs. Checked once
+    // the panel's own loads are issued, so the two latencies overlap.
+    const bool zero_panel = src == h && p >= zcol[m];
 
 #if PANEL_CLUSTER == 0
     if (groups > 1 && tid == 0) base_s = ((volatile u32*)counters)[2 * m + 1];
@@ -171,9 +262,13 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
     float amax = 0.0f;
     for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS) {
         const int lr = idx >> 5, c = idx & 31;
-        const float x = c < w ? hm[(long long)(r0 + lr) * n + c] : 0.0f;
+        const float x = c < w ? sm[(long long)(r0 + lr) * n + c] : 0.0f;
         s[lr * PANEL_LD + c] = x;
         amax = fmaxf(amax, fabsf(x));
+    }
+    if (zero_panel) {  // uniform over the matrix's blocks: no barrier is left waiting
+        if (g == 0 && tid < w) tau[(long long)m * n + p + tid] = 0.0f;
+        return;
     }
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) red[warp][0] = (double)amax;
@@ -183,7 +278,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
         double bmax = 0.0;
         if (warp == 0)
             for (int q = 0; q < PANEL_WARPS; ++q) bmax = fmax(bmax, red[q][0]);
-        meet<true>(mt, lane == 0 ? bmax : 0.0, 0.0f, 0, tot, rowv, xpart, xrow);
+        meet<true>(mt, lane == 0 ? bmax : 0.0, 0.0f, 0, tot, rowv, xpart, xrow, -1, &s_rf);
     }
     // Non-finite panels (their matrix is NaN-filled later) keep scale 1.
     int ex = 0;
@@ -194,6 +289,79 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
     }
     __syncthreads();
 
+#if PANEL_CLUSTER == 0
+    // Blocks of one matrix alone or meeting through global memory (the
+    // saturated batches): one pass per reflector updates the panel and forms
+    // the next reflector's sums, the reflector is formed once per block, and
+    // the block meets twice per reflector (docs/perf/qr-gpu.md, session 5:
+    // 13% fewer instructions and time at 640 x 512).
+    // Reflector 0's sums; later reflectors get theirs from the previous
+    // step's update loop.
+    dot_rows(s, 0, max(0, 1 - r0), rows, warp, lane, red);
+    for (int r = 0; r < w; ++r) {
+        const int first = max(0, r + 1 - r0);
+        const bool owner = r >= r0 && r < r0 + rows;
+        const int owner_g = r / chunk;
+        __syncthreads();  // red holds reflector r's partial sums, s the updated panel
+        {
+            double t = 0.0;
+            if (warp == 0) {
+                double x[PANEL_WARPS];
+#pragma unroll
+                for (int q = 0; q < PANEL_WARPS; ++q) x[q] = red[q][lane];
+#pragma unroll
+                for (int q = 0; q < PANEL_WARPS; ++q) t += x[q];
+            }
+            const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
+            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow, r, &s_rf);
+        }
+        // tot is the same in every block of the matrix, so this branch is too.
+        if (tot[r] < PANEL_TINY) {
+            double acc = 0.0;
+            for (int lr = first + warp; lr < rows; lr += PANEL_WARPS)
+                acc += (double)s[lr * PANEL_LD + r] * (double)s[lr * PANEL_LD + lane];
+            red[warp][lane] = acc;
+            __syncthreads();
+            double t = 0.0;
+            if (warp == 0)
+                for (int q = 0; q < PANEL_WARPS; ++q) t += red[q][lane];
+            const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
+            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow, r, &s_rf);
+        }
+
+        const Reflector rf = s_rf;
+        float wc = 0.0f;
+        if (lane > r && lane < w && rf.tau != 0.0f)
+            wc = (float)((double)rf.tau * ((double)rowv[lane] + rf.scale * tot[lane]));
+        if (warp == 0) {
+            gram[lane][r] = lane < r ? (double)rowv[lane] + rf.scale * tot[lane] : 0.0;
+            if (lane == 0) taus[r] = rf.tau;
+            // The pivot row: nothing else touches it from here on.
+            if (owner && rf.tau != 0.0f) {
+                if (lane == r)
+                    s[(r - r0) * PANEL_LD + r] = rf.beta;
+                else if (lane > r && lane < w)
+                    s[(r - r0) * PANEL_LD + lane] = rowv[lane] - wc;
+            }
+        }
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the sums were
+        // redone in double, so a float32 scale is exact to rounding. tau = 0
+        // leaves the panel as it is (scale 1 and no update: wc is 0).
+        const int next = r + 1 < w ? r + 1 : -1;
+        if (rf.tau == 0.0f)
+            update_rows<true>(s, r, next, first, rows, r0, warp, lane, 1.0f, 1.0, wc, w, red);
+        else if (fabs(rf.scale) < 1.0e30)
+            update_rows<true>(s, r, next, first, rows, r0, warp, lane, (float)rf.scale, rf.scale,
+                              wc, w, red);
+        else
+            update_rows<false>(s, r, next, first, rows, r0, warp, lane, 0.0f, rf.scale, wc, w,
+                               red);
+    }
+    __syncthreads();
+#else
+    // Clusters (few matrices, latency-bound): the fused pass measured slower
+    // there (its per-row shuffle lengthens the chain), so the sums, the update
+    // and the scaling of v stay three passes.
     for (int r = 0; r < w; ++r) {
         const int first = max(0, r + 1 - r0);
         const bool owner = r >= r0 && r < r0 + rows;
@@ -226,7 +394,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
                 for (int q = 0; q < PANEL_WARPS; ++q) t += x[q];
             }
             const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
-            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow);
+            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow, -1, &s_rf);
         }
         // tot is the same in every block of the matrix, so this branch is too.
         if (tot[r] < PANEL_TINY) {
@@ -239,7 +407,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
             if (warp == 0)
                 for (int q = 0; q < PANEL_WARPS; ++q) t += red[q][lane];
             const float rv = owner && warp == 0 ? s[(r - r0) * PANEL_LD + lane] : 0.0f;
-            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow);
+            meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow, -1, &s_rf);
         }
 
         const Reflector rf = make_reflector(rowv[r], tot[r]);
@@ -279,6 +447,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS)
         }
         __syncthreads();
     }
+#endif
 #if PANEL_CLUSTER > 0
     // No block may leave while another can still read its shared memory.
     if (groups > 1) cluster_barrier();

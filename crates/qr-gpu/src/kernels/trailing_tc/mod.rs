@@ -57,8 +57,11 @@ pub(crate) fn defines(vec4: bool, prefetch: bool) -> Vec<(String, String)> {
 /// and element strides between matrices).
 #[derive(Clone, Copy, Debug)]
 pub(crate) struct Operands {
-    /// Top-left element of A2 (row p, column p + 32 of matrix 0).
+    /// Top-left element of A2 (row p, column p + 32 of matrix 0), written.
     pub a: u64,
+    /// Where A2 is read from (same offsets and strides): `a` in place, or the
+    /// caller's input when the first panel's pass also copies it into H.
+    pub src: u64,
     /// Elements between matrices' A2 (n * n).
     pub a_stride: usize,
     /// Leading dimension of A2 rows (n).
@@ -71,6 +74,12 @@ pub(crate) struct Operands {
     pub t: u64,
     /// Elements between matrices' T.
     pub t_stride: usize,
+    /// Per matrix (from matrix 0 of the launch), one past its last non-zero
+    /// input column: in place, a block whose panel or tile lies right of it
+    /// has nothing to do.
+    pub zcol: u64,
+    /// The panel's first column in the full matrix (A2 starts 32 right of it).
+    pub panel_col: usize,
 }
 
 /// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
@@ -85,7 +94,7 @@ pub(crate) fn launch(
     if ntrail == 0 || mats == 0 {
         return Ok(());
     }
-    let vec4 = op.lda % 4 == 0 && op.a % 16 == 0;
+    let vec4 = op.lda % 4 == 0 && op.a % 16 == 0 && op.src % 16 == 0;
     let f = engine.function(&SOURCE, &defines(vec4, prefetch), APPLY)?;
     let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
     let cfg = LaunchConfig {
@@ -99,9 +108,11 @@ pub(crate) fn launch(
         })
     };
     let (lda, nrow_i, ntrail_i, w_i) = (int(op.lda)?, int(nrow)?, int(ntrail)?, int(w)?);
+    let panel_col = int(op.panel_col)?;
     let (sa, sv, st) = (op.a_stride as i64, op.v_stride as i64, op.t_stride as i64);
     let mut b = engine.stream().launch_builder(&f);
     b.arg(&op.a)
+        .arg(&op.src)
         .arg(&sa)
         .arg(&lda)
         .arg(&op.v)
@@ -110,9 +121,12 @@ pub(crate) fn launch(
         .arg(&st)
         .arg(&nrow_i)
         .arg(&ntrail_i)
-        .arg(&w_i);
+        .arg(&w_i)
+        .arg(&op.zcol)
+        .arg(&panel_col);
     // SAFETY: A2 of each of the `mats` matrices lies inside H (nrow rows of
-    // lda from row p, ntrail columns right of the panel), V and T inside the
+    // lda from row p, ntrail columns right of the panel), and at the same
+    // offsets inside `src` (H itself or the input, of H's shape), V and T inside the
     // workspace sized for the batch at these strides; the kernel writes only
     // A2 and reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
     unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;

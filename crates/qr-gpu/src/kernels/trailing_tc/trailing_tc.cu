@@ -95,11 +95,18 @@ __device__ __forceinline__ float tc_bits_to_f32(unsigned u) {
 // ---- splits: x = hi + lo, each part in the mma's input format ----
 
 #if TC_SPLIT == 0
-// One tf32 register per value (round to nearest, ties away: cvt.rna).
+// One tf32 register per value, rounded to nearest with ties away from zero
+// (cvt.rna's rounding): half a tf32 ulp (bit 12) added to the magnitude bits,
+// then the 13 low bits cleared; a carry into the exponent is the correct
+// rounding up. Two integer instructions, where sm_90 expands cvt.rna.tf32
+// into a longer sequence (its range checks were a quarter of the kernel's
+// instructions, docs/perf/qr-gpu.md, session 5). Same bits as cvt.rna for
+// every finite value and infinities; a NaN stays a NaN in A2 itself (only
+// its split operand may change), so its matrix is still flagged.
 __device__ __forceinline__ unsigned tc_tf32(float x) {
-    unsigned r;
-    asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
-    return r;
+    unsigned u;
+    asm("mov.b32 %0, %1;" : "=r"(u) : "f"(x));
+    return (u + 0x1000u) & 0xffffe000u;
 }
 __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
     hi = tc_tf32(x);
@@ -364,10 +371,13 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
 }
 
 extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
-    trailing_tc_apply_f32(float* __restrict__ a, long long a_stride, int lda,
+    // In place, src == a: restrict still holds in effect, as every element is
+    // read (via src) before this thread writes it (via a) and never after.
+    trailing_tc_apply_f32(float* __restrict__ a, const float* __restrict__ src, long long a_stride,
+                          int lda,
                           const float* __restrict__ v, long long v_stride,
                           const float* __restrict__ t, long long t_stride, int nrow, int ntrail,
-                          int w) {
+                          int w, const int* __restrict__ zcol, int panel_col) {
     // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
     __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
     __shared__ float s_w[TC_NB * TC_LDW];
@@ -380,7 +390,16 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     const int col0 = (blockIdx.x - mat * tiles) * TC_BN;
     const int ncols = ntrail - col0;  // columns of this tile that exist (may exceed TC_BN)
 
+    // In place, columns at or right of zcol[mat] are zero in every row and
+    // stay so: a zero panel (W2 = 0) or a zero tile leaves the tile as it
+    // is. Out of place this pass also copies, so it always runs. The check
+    // waits until T's loads are in flight too, so the two latencies overlap.
+    const int z = a == src ? zcol[mat] : 0x7fffffff;
     float* at = a + mat * a_stride + col0;
+    // Read side: A2 itself, or (the first panel of an out-of-place
+    // factorization) the caller's input at the same offsets, so that the copy
+    // into H rides on this pass.
+    const float* as = src + mat * a_stride + col0;
     const float* vm = v + mat * v_stride;
     const float* tm = t + mat * t_stride;
 
@@ -389,6 +408,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         const int r = e >> 5, c = e & 31;
         s_t[r * (TC_NB + 1) + c] = (r <= c && c < w) ? tm[e] : 0.0f;
     }
+    if (panel_col >= z || panel_col + TC_NB + col0 >= z) return;  // the whole block
 
     // ---- 1. W = V^T A2: warp `warp` takes 16-row slabs warp, warp + WARPS, ...
     // The mma's float32 accumulation is not IEEE round-to-nearest: its error
@@ -415,17 +435,17 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     constexpr int kRowStep = TC_WARPS * 16;
 #if TC_PREFETCH
     tc_slab cur;
-    tc_load_slab(cur, vm, at, lda, warp * 16, nrow, ncols, g, tq);
+    tc_load_slab(cur, vm, as, lda, warp * 16, nrow, ncols, g, tq);
 #endif
     for (int r0 = warp * 16; r0 < nrow; r0 += kRowStep) {
 #if TC_PREFETCH
         tc_slab nxt;
-        tc_load_slab(nxt, vm, at, lda, r0 + kRowStep, nrow, ncols, g, tq);
+        tc_load_slab(nxt, vm, as, lda, r0 + kRowStep, nrow, ncols, g, tq);
         tc_w_slab(cur, acc);
         cur = nxt;
 #else
         tc_slab cur;
-        tc_load_slab(cur, vm, at, lda, r0, nrow, ncols, g, tq);
+        tc_load_slab(cur, vm, as, lda, r0, nrow, ncols, g, tq);
         tc_w_slab(cur, acc);
 #endif
 #if TC_FLUSH > 0
@@ -524,17 +544,17 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     constexpr int kTileStep = TC_WR * 16;
 #if TC_PREFETCH
     tc_tile tl;
-    tc_load_tile(tl, vm, at, lda, rg * 16, nrow, ncols, w, cg, g, tq);
+    tc_load_tile(tl, vm, as, lda, rg * 16, nrow, ncols, w, cg, g, tq);
 #endif
     for (int i0 = rg * 16; i0 < nrow; i0 += kTileStep) {
 #if TC_PREFETCH
         tc_tile nx;
-        tc_load_tile(nx, vm, at, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
+        tc_load_tile(nx, vm, as, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
         tc_update_tile(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
         tl = nx;
 #else
         tc_tile tl;
-        tc_load_tile(tl, vm, at, lda, i0, nrow, ncols, w, cg, g, tq);
+        tc_load_tile(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
         tc_update_tile(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
 #endif
     }

@@ -30,7 +30,24 @@ fn slices(shape: Shape) -> u32 {
 
 /// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
 pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Result<(), QrError> {
+    nonfinite_zcol(engine, shape, a, info, 0)
+}
+
+/// As [`nonfinite`], and when `zcol` is not 0 (a buffer of `batch` ints),
+/// `zcol[b]` = one past the last column of matrix `b` with a non-zero entry
+/// (0 for a zero matrix): the blocked path's per-call skip of exactly-zero
+/// trailing columns.
+pub(crate) fn nonfinite_zcol(
+    engine: &Engine,
+    shape: Shape,
+    a: u64,
+    info: u64,
+    zcol: u64,
+) -> Result<(), QrError> {
     engine.memset_u32(info, 0, shape.batch())?;
+    if zcol != 0 {
+        engine.memset_u32(zcol, 0, shape.batch())?;
+    }
     let f = engine.function(&SOURCE, &[], NONFINITE)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
@@ -39,10 +56,11 @@ pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Res
         shared_mem_bytes: 0,
     };
     let mut b = engine.stream().launch_builder(&f);
-    b.arg(&a).arg(&info).arg(&n);
-    // SAFETY: `a` holds batch * n * n floats and `info` batch ints (the
-    // caller's buffers, checked against `shape`); each block reads its slice
-    // of its matrix and writes only that matrix's info.
+    b.arg(&a).arg(&info).arg(&zcol).arg(&n);
+    // SAFETY: `a` holds batch * n * n floats, `info` (and `zcol` when not
+    // null) batch ints (the caller's buffers, checked against `shape`, or the
+    // workspace); each block reads its slice of its matrix and writes only
+    // that matrix's entries.
     unsafe { b.launch(cfg) }.ctx("launching util_nonfinite_f32")?;
     Ok(())
 }

@@ -15,14 +15,34 @@ __device__ __forceinline__ int util_any_nonfinite(const float* m, long long lo, 
 }
 
 // info[b] = 1 when matrix b holds a NaN or an infinity; info is zeroed first.
-// Grid: (matrices, slices per matrix): each block scans one slice, so that a
-// few large matrices still spread over the whole device.
+// When zcol is not null (zeroed first too), zcol[b] becomes one past the last
+// column of matrix b holding a non-zero entry: columns from there on are
+// exactly zero in every row, which the blocked path skips (they stay zero
+// under every reflector). Grid: (matrices, slices per matrix): each block
+// scans one slice, so that a few large matrices still spread over the whole
+// device.
 extern "C" __global__ void util_nonfinite_f32(const float* __restrict__ a, int* __restrict__ info,
-                                              int n) {
+                                              int* __restrict__ zcol, int n) {
     const long long len = (long long)n * n;
     const long long per = (len + gridDim.y - 1) / gridDim.y;
     const long long lo = min(len, (long long)blockIdx.y * per), hi = min(len, lo + per);
-    const int bad = util_any_nonfinite(a + (long long)blockIdx.x * len, lo, hi);
+    const float* m = a + (long long)blockIdx.x * len;
+    int bad = 0, last = 0;
+    // The column follows the flat index by additions (no division per element).
+    int c = (int)((lo + threadIdx.x) % n);
+    const int step = (int)(blockDim.x % n);
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        const float x = m[i];
+        bad |= util_nonfinite(x);
+        if (x != 0.0f) last = max(last, c + 1);
+        c += step;
+        if (c >= n) c -= n;
+    }
+    if (zcol != nullptr) {
+        for (int o = 16; o > 0; o >>= 1) last = max(last, __shfl_xor_sync(0xffffffffu, last, o));
+        if ((threadIdx.x & 31) == 0 && last > 0) atomicMax(zcol + blockIdx.x, last);
+    }
+    bad = __syncthreads_or(bad);
     if (threadIdx.x == 0 && bad) atomicMax(info + blockIdx.x, 1);
 }
 
