@@ -209,25 +209,34 @@ __device__ __forceinline__ tc_f4 tc_zero4() {
 }
 
 // Four consecutive A2 values of one row from column `col` (tile-relative
-// columns are checked against `ncols`); zeros past the edge.
+// columns are checked against `ncols` when `edge`); zeros past the edge.
+// The loops take the unchecked variants (edge = false) for the 16-row steps
+// that lie wholly inside a full tile, which is every step but the last few.
+template <bool edge>
 __device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) {
 #if TC_VEC4
-    return col < ncols ? *reinterpret_cast<const tc_f4*>(p) : tc_zero4();
+    return !edge || col < ncols ? *reinterpret_cast<const tc_f4*>(p) : tc_zero4();
 #else
     tc_f4 r;
 #pragma unroll
-    for (int i = 0; i < 4; ++i) r.x[i] = col + i < ncols ? p[i] : 0.0f;
+    for (int i = 0; i < 4; ++i) r.x[i] = !edge || col + i < ncols ? p[i] : 0.0f;
     return r;
 #endif
 }
 
+template <bool edge>
 __device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const tc_f4& v) {
 #if TC_VEC4
-    if (col < ncols) *reinterpret_cast<tc_f4*>(p) = v;
+    // One 16-byte store: the compiler splits a store of the struct into four
+    // 4-byte ones (docs/perf/qr-gpu.md, session 6). The values depend on this
+    // thread's own load of the same elements, so no other ordering is needed.
+    if (!edge || col < ncols)
+        asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x[0]),
+                     "f"(v.x[1]), "f"(v.x[2]), "f"(v.x[3]));
 #else
 #pragma unroll
     for (int i = 0; i < 4; ++i)
-        if (col + i < ncols) p[i] = v.x[i];
+        if (!edge || col + i < ncols) p[i] = v.x[i];
 #endif
 }
 
@@ -248,6 +257,7 @@ struct tc_slab {
     tc_f4 x[2][2][TC_NQ];
 };
 
+template <bool edge>
 __device__ __forceinline__ void tc_load_slab(tc_slab& sl, const float* __restrict__ vm,
                                              const float* at, int lda, int r0, int nrow,
                                              int ncols, int g, int tq) {
@@ -256,13 +266,14 @@ __device__ __forceinline__ void tc_load_slab(tc_slab& sl, const float* __restric
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int row = r0 + 8 * s + 4 * e + tq;
-            const bool in = row < nrow;
+            const bool in = !edge || row < nrow;
             sl.v[s][e] = in ? tc_load_v4(vm + row * TC_NB + 4 * g) : tc_zero4();
 #pragma unroll
             for (int q = 0; q < TC_NQ; ++q) {
                 const int col = 32 * q + 4 * g;
                 sl.x[s][e][q] =
-                    in ? tc_load_a4(at + (long long)row * lda + col, col, ncols) : tc_zero4();
+                    in ? tc_load_a4<edge>(at + (long long)row * lda + col, col, ncols)
+                       : tc_zero4();
             }
         }
 }
@@ -307,19 +318,20 @@ struct tc_tile {
     tc_f4 x[2][2];
 };
 
+template <bool edge>
 __device__ __forceinline__ void tc_load_tile(tc_tile& tl, const float* __restrict__ vm,
                                              const float* at, int lda, int i0, int nrow,
                                              int ncols, int w, int cg, int g, int tq) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int row = i0 + g + 8 * h;
-        const bool in = row < nrow;
+        const bool in = !edge || row < nrow;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
             const int vc = 16 * c + 4 * tq, col = 32 * cg + 16 * c + 4 * tq;
             tl.v[h][c] = in ? tc_load_v4(vm + row * TC_NB + vc) : tc_zero4();
             tl.x[h][c] =
-                in ? tc_load_a4(at + (long long)row * lda + col, col, ncols) : tc_zero4();
+                in ? tc_load_a4<edge>(at + (long long)row * lda + col, col, ncols) : tc_zero4();
 #pragma unroll
             for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
                 if (vc + j >= w) tl.v[h][c].x[j] = 0.0f;
@@ -328,6 +340,7 @@ __device__ __forceinline__ void tc_load_tile(tc_tile& tl, const float* __restric
 }
 
 // A2_tile -= V_tile W2 (this warp's 32 columns), stored.
+template <bool edge>
 __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
                                                const unsigned (&bhi)[4 / TC_KPACK][4][2],
                                                const unsigned (&blo)[4 / TC_KPACK][4][2],
@@ -358,14 +371,14 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int row = i0 + g + 8 * h;
-        if (row >= nrow) continue;
+        if (edge && row >= nrow) continue;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
             tc_f4 o = tl.x[h][c];
 #pragma unroll
             for (int j = 0; j < 4; ++j) o.x[j] -= d[2 * c + (j >> 1)][2 * h + (j & 1)];
             const int col = 32 * cg + 16 * c + 4 * tq;
-            tc_store_a4(at + (long long)row * lda + col, col, ncols, o);
+            tc_store_a4<edge>(at + (long long)row * lda + col, col, ncols, o);
         }
     }
 }
@@ -389,6 +402,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     const int mat = blockIdx.x / tiles;
     const int col0 = (blockIdx.x - mat * tiles) * TC_BN;
     const int ncols = ntrail - col0;  // columns of this tile that exist (may exceed TC_BN)
+    const bool full = ncols >= TC_BN;
 
     // In place, columns at or right of zcol[mat] are zero in every row and
     // stay so: a zero panel (W2 = 0) or a zero tile leaves the tile as it
@@ -435,17 +449,20 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     constexpr int kRowStep = TC_WARPS * 16;
 #if TC_PREFETCH
     tc_slab cur;
-    tc_load_slab(cur, vm, as, lda, warp * 16, nrow, ncols, g, tq);
+    tc_load_slab<true>(cur, vm, as, lda, warp * 16, nrow, ncols, g, tq);
 #endif
     for (int r0 = warp * 16; r0 < nrow; r0 += kRowStep) {
 #if TC_PREFETCH
         tc_slab nxt;
-        tc_load_slab(nxt, vm, as, lda, r0 + kRowStep, nrow, ncols, g, tq);
+        tc_load_slab<true>(nxt, vm, as, lda, r0 + kRowStep, nrow, ncols, g, tq);
         tc_w_slab(cur, acc);
         cur = nxt;
 #else
         tc_slab cur;
-        tc_load_slab(cur, vm, as, lda, r0, nrow, ncols, g, tq);
+        if (full && r0 + 16 <= nrow)
+            tc_load_slab<false>(cur, vm, as, lda, r0, nrow, ncols, g, tq);
+        else
+            tc_load_slab<true>(cur, vm, as, lda, r0, nrow, ncols, g, tq);
         tc_w_slab(cur, acc);
 #endif
 #if TC_FLUSH > 0
@@ -544,18 +561,23 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     constexpr int kTileStep = TC_WR * 16;
 #if TC_PREFETCH
     tc_tile tl;
-    tc_load_tile(tl, vm, as, lda, rg * 16, nrow, ncols, w, cg, g, tq);
+    tc_load_tile<true>(tl, vm, as, lda, rg * 16, nrow, ncols, w, cg, g, tq);
 #endif
     for (int i0 = rg * 16; i0 < nrow; i0 += kTileStep) {
 #if TC_PREFETCH
         tc_tile nx;
-        tc_load_tile(nx, vm, as, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
-        tc_update_tile(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        tc_load_tile<true>(nx, vm, as, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
+        tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
         tl = nx;
 #else
         tc_tile tl;
-        tc_load_tile(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
-        tc_update_tile(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        if (full && i0 + 16 <= nrow) {
+            tc_load_tile<false>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
+            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        } else {
+            tc_load_tile<true>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
+            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        }
 #endif
     }
 }
