@@ -195,6 +195,25 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    for push in [false, true] {
+        let t = Tuning {
+            cluster_push_meet: push,
+            ..base.clone()
+        };
+        for sp in [
+            "40,352,1,dense",
+            "60,1024,2,dense",
+            "8,2048,1,dense",
+            "2,4096,1,dense",
+        ] {
+            variants.push((
+                sp,
+                format!("cluster push meet {push}"),
+                Some(Strategy::Cluster),
+                t.clone(),
+            ));
+        }
+    }
     for sp in ["8,2048,1,dense", "2,4096,1,dense"] {
         variants.push((sp, "large".to_string(), Some(Strategy::Large), base.clone()));
     }

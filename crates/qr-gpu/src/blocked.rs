@@ -88,7 +88,13 @@ pub(crate) fn factor(
     let f = if reg_rows > 0 {
         None
     } else {
-        Some(panel::function(engine, threads, meeting, max_rows)?)
+        Some(panel::function(
+            engine,
+            threads,
+            meeting,
+            plan.panel.push_meet,
+            max_rows,
+        )?)
     };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
     if let (true, Some(f)) = (global, &f) {

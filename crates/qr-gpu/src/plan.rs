@@ -92,6 +92,9 @@ pub struct PanelPlan {
     pub rows_per_thread: u32,
     /// Whether the tensor-core update prefetches the next slab.
     pub tensor_prefetch: bool,
+    /// Whether a cluster's panel blocks meet by remote stores and
+    /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
+    pub push_meet: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -122,9 +125,11 @@ impl Plan {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 panelreg::defines(self.panel.threads, self.panel.rows_per_thread, cluster)
             }
-            Strategy::Blocked | Strategy::Cluster | Strategy::Large => {
-                panel::defines(self.panel.threads, self.panel.meeting(self.strategy))
-            }
+            Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
+                self.panel.threads,
+                self.panel.meeting(self.strategy),
+                self.panel.push_meet,
+            ),
         }
     }
 }
@@ -280,6 +285,7 @@ pub fn plan(
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
             rows_per_thread: 0,
             tensor_prefetch: tuning.tensor_prefetch,
+            push_meet: tuning.cluster_push_meet,
         },
         reason,
     };

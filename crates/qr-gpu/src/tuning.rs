@@ -55,6 +55,12 @@ pub struct Tuning {
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
     pub tensor_prefetch: bool,
+    /// `cluster` path: the panel's blocks meet by remote stores into every
+    /// block's shared memory and mbarrier arrivals, instead of a cluster
+    /// barrier and remote loads. Off: the pull meeting is the measured one
+    /// (table "cluster panel"); push is not measured yet (`bench_suite
+    /// --sweep --only "cluster push"`).
+    pub cluster_push_meet: bool,
 }
 
 impl Default for Tuning {
@@ -73,6 +79,7 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 0,
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
+            cluster_push_meet: false,
         }
     }
 }

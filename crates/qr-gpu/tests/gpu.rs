@@ -92,6 +92,48 @@ fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The cluster panel's push meeting (`Tuning::cluster_push_meet`, off by
+/// default): every distribution and sizes across cluster sizes, each
+/// bitwise equal to the pull meeting's result (both add the same values in
+/// the same order).
+fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let pull = (**g).clone().with_strategy(Some(Strategy::Cluster));
+    let push = pull.clone().with_tuning(qr_gpu::Tuning {
+        cluster_push_meet: true,
+        ..qr_gpu::Tuning::default()
+    });
+    let mut specs: Vec<_> = [33, 240, 513, 1000, 2048, 4096]
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                spec(
+                    batch_for(n),
+                    n,
+                    2.0,
+                    Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()],
+                ),
+                i,
+            )
+        })
+        .collect();
+    specs.extend(
+        Case::all()
+            .enumerate()
+            .map(|(i, case)| (spec(2, 700, 2.0, case), 10 + i)),
+    );
+    for (sp, i) in specs {
+        let a = generate(&sp, 900 + i as u64);
+        gate(&push, sp.shape()?, &a, &format!("cluster push meet {sp}"))?;
+        let one = geqrf(&push, sp.shape()?, &a)?;
+        let two = geqrf(&pull, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau {
+            return Err(format!("cluster push meet {sp}: differs from the pull meeting").into());
+        }
+    }
+    Ok(())
+}
+
 /// The register-resident panel kernel (off by default) on the blocked and
 /// cluster paths: sizes around its block limits, every distribution, inputs
 /// of 1e-30s, and two runs bitwise identical.
@@ -430,7 +472,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 9] = [
+    let plain: [(&str, Test); 10] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -442,6 +484,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ),
         ("modules_are_cached", modules_are_cached),
         ("register_panel", register_panel),
+        ("cluster_push_meet", cluster_push_meet),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),

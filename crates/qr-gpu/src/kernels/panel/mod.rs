@@ -14,7 +14,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panel",
     source: concat!(include_str!("../prelude.cu"), include_str!("panel.cu")),
     entries: &[FACTOR],
-    defines: &["PANEL_THREADS", "PANEL_LD", "PANEL_CLUSTER"],
+    defines: &["PANEL_THREADS", "PANEL_LD", "PANEL_CLUSTER", "PANEL_PUSH"],
 };
 
 /// Panel width; the kernel maps one lane to one panel column.
@@ -46,13 +46,17 @@ impl Meeting {
     }
 }
 
-/// The `-D` defines of this family for blocks of `threads`.
-pub(crate) fn defines(threads: u32, meeting: Meeting) -> Vec<(String, String)> {
+/// The `-D` defines of this family for blocks of `threads`; `push`: a
+/// cluster's blocks meet by remote stores and mbarriers instead of a
+/// cluster barrier and remote loads (`Tuning::cluster_push_meet`).
+pub(crate) fn defines(threads: u32, meeting: Meeting, push: bool) -> Vec<(String, String)> {
     let cluster = meeting.cluster_size();
+    let push = push && cluster > 0;
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
         ("PANEL_LD".to_string(), LD.to_string()),
         ("PANEL_CLUSTER".to_string(), cluster.to_string()),
+        ("PANEL_PUSH".to_string(), u8::from(push).to_string()),
     ]
 }
 
@@ -89,9 +93,10 @@ pub(crate) fn function(
     engine: &Engine,
     threads: u32,
     meeting: Meeting,
+    push: bool,
     max_rows: usize,
 ) -> Result<CudaFunction, QrError> {
-    let f = engine.function(&SOURCE, &defines(threads, meeting), FACTOR)?;
+    let f = engine.function(&SOURCE, &defines(threads, meeting, push), FACTOR)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         (max_rows * ROW_BYTES) as i32,

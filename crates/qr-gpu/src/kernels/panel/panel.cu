@@ -45,6 +45,16 @@
 #ifndef PANEL_CLUSTER
 #error "PANEL_CLUSTER (blocks per thread-block cluster, 0 for none) must be defined by the plan"
 #endif
+#ifndef PANEL_PUSH
+#error "PANEL_PUSH (1: clusters meet by remote stores and mbarriers) must be defined by the plan"
+#endif
+// Cluster meetings: PANEL_PUSH = 0 pulls (every block publishes its sums in
+// its own shared memory, a cluster barrier, then remote loads of every
+// block's); 1 pushes (every block stores its sums into every block's shared
+// memory and arrives on that block's mbarrier; each block waits on its own),
+// which replaces the all-to-all barrier and the loads' round trip by
+// one-way stores. Both add the same values in the same order.
+#define PANEL_XN ((PANEL_CLUSTER > 0 && PANEL_PUSH ? PANEL_CLUSTER : 1) * PANEL_NB)
 #define PANEL_NB 32
 #define PANEL_WARPS (PANEL_THREADS / 32)
 // Blocks per SM the register budget must allow: five 256-thread blocks (the
@@ -82,6 +92,7 @@ struct Meet {
     int groups, g, m;
     u32 base;          // arrivals before this launch
     int k;             // meetings so far in this launch
+    unsigned long long* mbar;  // push meetings: this block's two mbarriers (one per slot)
 };
 
 // Adds lane `lane`'s value `t` over the matrix's blocks (or takes the max when
@@ -93,7 +104,7 @@ struct Meet {
 // r < 0: no reflector).
 template <bool use_max>
 __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, double* tot,
-                                     float* rowv, double (*xpart)[PANEL_NB],
+                                     float* rowv, double (*xpart)[PANEL_XN],
                                      float (*xrow)[PANEL_NB], int r, Reflector* rf) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slot = mt.k & 1;
@@ -107,7 +118,35 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         __syncthreads();
         return;
     }
-#if PANEL_CLUSTER > 0
+#if PANEL_CLUSTER > 0 && PANEL_PUSH
+    if (warp == 0) {
+        // Slot `slot` is written again two meetings later, by a block that
+        // has by then received this block's sums of the meeting in between,
+        // which this lane sends only after its reads below: no overrun.
+        const u32 me = (u32)mt.g;
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q)
+            cluster_st_f64(&xpart[slot][me * PANEL_NB + lane], (u32)q, t);
+        if (mt.g == owner)
+#pragma unroll
+            for (int q = 0; q < PANEL_CLUSTER; ++q) cluster_st_f32(&xrow[slot][lane], (u32)q, rv);
+        cluster_release_fence();
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) cluster_mbar_arrive(&mt.mbar[slot], (u32)q);
+        // Each slot's mbarrier completes one phase every second meeting.
+        mbar_wait_cluster(&mt.mbar[slot], (u32)((mt.k - 1) >> 1) & 1u);
+        double x[PANEL_CLUSTER];
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = xpart[slot][q * PANEL_NB + lane];
+        const float rv_owner = xrow[slot][lane];
+        double s = 0.0;
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
+        tot[lane] = s;
+        rowv[lane] = rv_owner;
+        if (lane == r) *rf = make_reflector(rv_owner, s);
+    }
+#elif PANEL_CLUSTER > 0
     if (warp == 0) {
         xpart[slot][lane] = t;
         xrow[slot][lane] = rv;
@@ -233,7 +272,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     __shared__ float rowv[PANEL_NB];
     __shared__ double gram[PANEL_NB][PANEL_NB + 1];
     __shared__ float taus[PANEL_NB];
-    __shared__ double xpart[2][PANEL_NB];
+    __shared__ double xpart[2][PANEL_XN];
     __shared__ float xrow[2][PANEL_NB];
     __shared__ u32 base_s;
     __shared__ Reflector s_rf;
@@ -273,7 +312,23 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) red[warp][0] = (double)amax;
     __syncthreads();
-    Meet mt{partials, rowbuf, counters, groups, g, m, groups > 1 ? base_s : 0u, 0};
+#if PANEL_CLUSTER > 0 && PANEL_PUSH
+    // Every block's mbarriers exist before any block arrives on them: 32
+    // arrivals (warp 0) from each block per phase.
+    __shared__ unsigned long long s_mbar[2];
+    if (groups > 1) {
+        if (tid == 0) {
+            mbar_init(&s_mbar[0], 32u * PANEL_CLUSTER);
+            mbar_init(&s_mbar[1], 32u * PANEL_CLUSTER);
+            mbar_init_fence();
+        }
+        cluster_barrier();
+    }
+    unsigned long long* mbar = s_mbar;
+#else
+    unsigned long long* mbar = nullptr;
+#endif
+    Meet mt{partials, rowbuf, counters, groups, g, m, groups > 1 ? base_s : 0u, 0, mbar};
     {
         double bmax = 0.0;
         if (warp == 0)
