@@ -92,6 +92,8 @@ pub struct PanelPlan {
     pub rows_per_thread: u32,
     /// Whether the tensor-core update prefetches the next slab.
     pub tensor_prefetch: bool,
+    /// Warps per block of the tensor-core update (4 or 8).
+    pub tensor_warps: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -280,6 +282,7 @@ pub fn plan(
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
             rows_per_thread: 0,
             tensor_prefetch: tuning.tensor_prefetch,
+            tensor_warps: if tuning.tensor_warps == 4 { 4 } else { 8 },
         },
         reason,
     };

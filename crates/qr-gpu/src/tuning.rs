@@ -55,6 +55,13 @@ pub struct Tuning {
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
     pub tensor_prefetch: bool,
+    /// Tensor-core update: warps per block, 4 or 8 (any other value is 8).
+    /// Blocks per SM scale so that a thread keeps 128 registers (8: two
+    /// blocks, 4: four), the same 16 warps per SM either way. 8: table
+    /// "Tiles and speed" of docs/perf/trailing_tc.md (session 2); 4 with the
+    /// session 6 kernel is not measured yet (`bench_suite --sweep --only
+    /// "tensor warps"`).
+    pub tensor_warps: u32,
 }
 
 impl Default for Tuning {
@@ -73,6 +80,7 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 0,
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
+            tensor_warps: 8,
         }
     }
 }
