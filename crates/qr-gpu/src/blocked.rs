@@ -165,7 +165,11 @@ fn tensor_update(
     w: usize,
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
-    let (shape, prefetch) = (plan.shape, plan.panel.tensor_prefetch);
+    let (shape, prefetch, warps) = (
+        plan.shape,
+        plan.panel.tensor_prefetch,
+        plan.panel.tensor_warps,
+    );
     let n = shape.n();
     let (nrow, c0) = (n - p, p + w);
     // The grid is one-dimensional: keep blocks per launch far inside u32.
@@ -185,7 +189,7 @@ fn tensor_update(
             zcol: buf.zcol + (mat0 * 4) as u64,
             panel_col: p,
         };
-        trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch)?;
+        trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch, warps)?;
     }
     Ok(())
 }

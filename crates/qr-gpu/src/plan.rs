@@ -95,6 +95,8 @@ pub struct PanelPlan {
     /// Whether a cluster's panel blocks meet by remote stores and
     /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
     pub push_meet: bool,
+    /// Warps per block of the tensor-core update (4 or 8).
+    pub tensor_warps: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -286,6 +288,7 @@ pub fn plan(
             rows_per_thread: 0,
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
+            tensor_warps: if tuning.tensor_warps == 4 { 4 } else { 8 },
         },
         reason,
     };

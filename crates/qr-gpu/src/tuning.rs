@@ -61,6 +61,13 @@ pub struct Tuning {
     /// (table "cluster panel"); push is not measured yet (`bench_suite
     /// --sweep --only "cluster push"`).
     pub cluster_push_meet: bool,
+    /// Tensor-core update: warps per block, 4 or 8 (any other value is 8).
+    /// Blocks per SM scale so that a thread keeps 128 registers (8: two
+    /// blocks, 4: four), the same 16 warps per SM either way. 8: table
+    /// "Tiles and speed" of docs/perf/trailing_tc.md (session 2); 4 with the
+    /// session 6 kernel is not measured yet (`bench_suite --sweep --only
+    /// "tensor warps"`).
+    pub tensor_warps: u32,
 }
 
 impl Default for Tuning {
@@ -80,6 +87,7 @@ impl Default for Tuning {
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
             cluster_push_meet: false,
+            tensor_warps: 8,
         }
     }
 }

@@ -134,6 +134,41 @@ fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps`, 8 by
+/// default) on every panel strategy: sizes around its row and column steps,
+/// every distribution, and two runs bitwise identical.
+fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        tensor_warps: 4,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning.clone())
+            .with_strategy(Some(s));
+        for (i, n) in [33, 65, 200, 513, 1000].into_iter().enumerate() {
+            let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
+            let sp = spec(batch_for(n), n, 2.0, case);
+            let a = generate(&sp, 700 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
+        }
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(3, 300, 2.0, case);
+            let a = generate(&sp, 800 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
+        }
+        let sp = spec(2, 257, 1.0, Case::Dense);
+        let a = generate(&sp, 17);
+        let one = geqrf(&b, sp.shape()?, &a)?;
+        let two = geqrf(&b, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau {
+            return Err(format!("{s} tensor warps 4: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
 /// The register-resident panel kernel (off by default) on the blocked and
 /// cluster paths: sizes around its block limits, every distribution, inputs
 /// of 1e-30s, and two runs bitwise identical.
@@ -472,7 +507,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 10] = [
+    let plain: [(&str, Test); 11] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -485,6 +520,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("modules_are_cached", modules_are_cached),
         ("register_panel", register_panel),
         ("cluster_push_meet", cluster_push_meet),
+        ("tensor_warps_4", tensor_warps_4),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),
