@@ -51,9 +51,10 @@
 // Cluster meetings: PANEL_PUSH = 0 pulls (every block publishes its sums in
 // its own shared memory, a cluster barrier, then remote loads of every
 // block's); 1 pushes (every block stores its sums into every block's shared
-// memory and arrives on that block's mbarrier; each block waits on its own),
-// which replaces the all-to-all barrier and the loads' round trip by
-// one-way stores. Both add the same values in the same order.
+// memory with st.async, whose bytes complete on that block's mbarrier; each
+// block waits on its own), which replaces the all-to-all barrier, its
+// GPU-scope membar and the loads' round trip by one-way stores. Both add the
+// same values in the same order.
 #define PANEL_XN ((PANEL_CLUSTER > 0 && PANEL_PUSH ? PANEL_CLUSTER : 1) * PANEL_NB)
 #define PANEL_NB 32
 #define PANEL_WARPS (PANEL_THREADS / 32)
@@ -124,17 +125,20 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         // has by then received this block's sums of the meeting in between,
         // which this lane sends only after its reads below: no overrun.
         const u32 me = (u32)mt.g;
+        // This phase: every block's 32 sums and the owner's row. Bytes may
+        // land before the expectation (the count goes below zero meanwhile).
+        if (lane == 0)
+            mbar_arrive_expect_tx(&mt.mbar[slot], (u32)(PANEL_CLUSTER * PANEL_NB * sizeof(double) +
+                                                        PANEL_NB * sizeof(float)));
 #pragma unroll
         for (int q = 0; q < PANEL_CLUSTER; ++q)
-            cluster_st_f64(&xpart[slot][me * PANEL_NB + lane], (u32)q, t);
+            cluster_st_async_f64(&xpart[slot][me * PANEL_NB + lane], (u32)q, t, &mt.mbar[slot]);
         if (mt.g == owner)
 #pragma unroll
-            for (int q = 0; q < PANEL_CLUSTER; ++q) cluster_st_f32(&xrow[slot][lane], (u32)q, rv);
-        cluster_release_fence();
-#pragma unroll
-        for (int q = 0; q < PANEL_CLUSTER; ++q) cluster_mbar_arrive(&mt.mbar[slot], (u32)q);
+            for (int q = 0; q < PANEL_CLUSTER; ++q)
+                cluster_st_async_f32(&xrow[slot][lane], (u32)q, rv, &mt.mbar[slot]);
         // Each slot's mbarrier completes one phase every second meeting.
-        mbar_wait_cluster(&mt.mbar[slot], (u32)((mt.k - 1) >> 1) & 1u);
+        mbar_wait(&mt.mbar[slot], (u32)((mt.k - 1) >> 1) & 1u);
         double x[PANEL_CLUSTER];
 #pragma unroll
         for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = xpart[slot][q * PANEL_NB + lane];
@@ -313,13 +317,13 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     if (lane == 0) red[warp][0] = (double)amax;
     __syncthreads();
 #if PANEL_CLUSTER > 0 && PANEL_PUSH
-    // Every block's mbarriers exist before any block arrives on them: 32
-    // arrivals (warp 0) from each block per phase.
+    // Every block's mbarriers exist before any block stores into it; one
+    // arrival (this block's, with the phase's bytes) per phase.
     __shared__ unsigned long long s_mbar[2];
     if (groups > 1) {
         if (tid == 0) {
-            mbar_init(&s_mbar[0], 32u * PANEL_CLUSTER);
-            mbar_init(&s_mbar[1], 32u * PANEL_CLUSTER);
+            mbar_init(&s_mbar[0], 1u);
+            mbar_init(&s_mbar[1], 1u);
             mbar_init_fence();
         }
         cluster_barrier();
