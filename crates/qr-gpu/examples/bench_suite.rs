@@ -209,6 +209,25 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    for pairs in [false, true] {
+        let t = Tuning {
+            panel_row_pairs: pairs,
+            ..base.clone()
+        };
+        for sp in [
+            "40,176,1,dense",
+            "40,352,1,dense",
+            "640,512,2,dense",
+            "60,1024,2,dense",
+        ] {
+            variants.push((
+                sp,
+                format!("panel row pairs {pairs}"),
+                Some(Strategy::Blocked),
+                t.clone(),
+            ));
+        }
+    }
     for push in [false, true] {
         let t = Tuning {
             cluster_push_meet: push,

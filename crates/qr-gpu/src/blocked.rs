@@ -92,7 +92,10 @@ pub(crate) fn factor(
             engine,
             threads,
             meeting,
-            plan.panel.push_meet,
+            panel::Variant {
+                push: plan.panel.push_meet,
+                pairs: plan.panel.row_pairs,
+            },
             max_rows,
         )?)
     };

@@ -95,6 +95,9 @@ pub struct PanelPlan {
     /// Whether a cluster's panel blocks meet by remote stores and
     /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
     pub push_meet: bool,
+    /// Whether a panel block alone takes two rows per warp instruction for
+    /// the panel's second 16 columns (`Tuning::panel_row_pairs`).
+    pub row_pairs: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
 }
@@ -130,7 +133,10 @@ impl Plan {
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
                 self.panel.threads,
                 self.panel.meeting(self.strategy),
-                self.panel.push_meet,
+                panel::Variant {
+                    push: self.panel.push_meet,
+                    pairs: self.panel.row_pairs,
+                },
             ),
         }
     }
@@ -288,6 +294,7 @@ pub fn plan(
             rows_per_thread: 0,
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
+            row_pairs: tuning.panel_row_pairs,
             tensor_warps: if tuning.tensor_warps == 4 { 4 } else { 8 },
         },
         reason,

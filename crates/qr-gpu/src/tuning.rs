@@ -61,6 +61,12 @@ pub struct Tuning {
     /// (table "cluster panel"); push is not measured yet (`bench_suite
     /// --sweep --only "cluster push"`).
     pub cluster_push_meet: bool,
+    /// `blocked` path, one block per matrix: once a panel's first 16
+    /// columns are factored, the shared-memory panel kernel updates two rows
+    /// per warp instruction (only columns 16..31 still change) and forms the
+    /// Gram entries it no longer sums in one pass at the end. Off: not
+    /// measured yet (`bench_suite --sweep --only "panel row pairs"`).
+    pub panel_row_pairs: bool,
     /// Tensor-core update: warps per block, 4 or 8 (any other value is 8).
     /// Blocks per SM scale so that a thread keeps 128 registers (8: two
     /// blocks, 4: four), the same 16 warps per SM either way. 8: table
@@ -87,6 +93,7 @@ impl Default for Tuning {
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
             cluster_push_meet: false,
+            panel_row_pairs: false,
             tensor_warps: 8,
         }
     }

@@ -134,6 +134,47 @@ fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The blocked panel's two-rows-per-warp update (`Tuning::panel_row_pairs`,
+/// off by default): sizes around its 16-column switch and block limits,
+/// every distribution, inputs of 1e-30s, and two runs bitwise identical.
+fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let b = (**g)
+        .clone()
+        .with_tuning(qr_gpu::Tuning {
+            panel_row_pairs: true,
+            ..qr_gpu::Tuning::default()
+        })
+        .with_strategy(Some(Strategy::Blocked));
+    for (i, n) in [1, 16, 17, 31, 33, 48, 49, 65, 200, 511, 513, 1000]
+        .into_iter()
+        .enumerate()
+    {
+        let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+        let sp = spec(batch_for(n), n, 2.0, case);
+        let a = generate(&sp, 1000 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("panel row pairs {sp}"))?;
+    }
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, 300, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 1100 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("panel row pairs {sp}"))?;
+    }
+    let sp = spec(2, 257, 1.0, Case::Dense);
+    let tiny: Vec<f32> = generate(&sp, 19).iter().map(|x| x * 1e-30).collect();
+    gate(
+        &b,
+        sp.shape()?,
+        &tiny,
+        &format!("panel row pairs {sp} times 1e-30"),
+    )?;
+    let one = geqrf(&b, sp.shape()?, &tiny)?;
+    let two = geqrf(&b, sp.shape()?, &tiny)?;
+    if one.h != two.h || one.tau != two.tau {
+        return Err("panel row pairs: two runs differ".into());
+    }
+    Ok(())
+}
+
 /// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps`, 8 by
 /// default) on every panel strategy: sizes around its row and column steps,
 /// every distribution, and two runs bitwise identical.
@@ -507,7 +548,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 11] = [
+    let plain: [(&str, Test); 12] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -521,6 +562,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("register_panel", register_panel),
         ("cluster_push_meet", cluster_push_meet),
         ("tensor_warps_4", tensor_warps_4),
+        ("panel_row_pairs", panel_row_pairs),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),
