@@ -345,6 +345,7 @@ __device__ void pair_gram(const float* s, int rows, int w, int warp, int lane,
             gram[c0 + k][q] = t;
         }
     }
+    __syncthreads();  // gram complete before the T recurrence reads it
 }
 #endif
 
