@@ -526,23 +526,8 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         const int first = max(0, r + 1 - r0);
         const bool owner = r >= r0 && r < r0 + rows;
         const int owner_g = r / chunk;
-        {
-            // Four independent chains keep several shared-memory loads in
-            // flight; the reflector's latency is this loop's.
-            float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-            int lr = first + warp;
-            for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
-#pragma unroll
-                for (int u = 0; u < 4; ++u) {
-                    const float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
-                    acc[u] = fmaf(row[r], row[lane], acc[u]);
-                }
-            }
-#pragma unroll
-            for (int u = 0; u < 3; ++u, lr += PANEL_WARPS)
-                if (lr < rows) acc[u] = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], acc[u]);
-            red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
-        }
+        // The reflector's latency is this pass's.
+        dot_rows(s, r, first, rows, warp, lane, red);
         __syncthreads();
         {
             double t = 0.0;
