@@ -119,6 +119,20 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             variants.push((sp, format!("tensor prefetch {prefetch}"), None, t.clone()));
         }
     }
+    for warps in [8u32, 4] {
+        let t = Tuning {
+            tensor_warps: warps,
+            ..base.clone()
+        };
+        for sp in [
+            "640,512,2,dense",
+            "60,1024,2,dense",
+            "8,2048,1,dense",
+            "2,4096,1,dense",
+        ] {
+            variants.push((sp, format!("tensor warps {warps}"), None, t.clone()));
+        }
+    }
     for tensor in [true, false] {
         let t = Tuning {
             tensor_trailing: tensor,
@@ -190,6 +204,44 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             variants.push((
                 sp,
                 format!("cluster max blocks {k}, threads {th}"),
+                Some(Strategy::Cluster),
+                t.clone(),
+            ));
+        }
+    }
+    for pairs in [false, true] {
+        let t = Tuning {
+            panel_row_pairs: pairs,
+            ..base.clone()
+        };
+        for sp in [
+            "40,176,1,dense",
+            "40,352,1,dense",
+            "640,512,2,dense",
+            "60,1024,2,dense",
+        ] {
+            variants.push((
+                sp,
+                format!("panel row pairs {pairs}"),
+                Some(Strategy::Blocked),
+                t.clone(),
+            ));
+        }
+    }
+    for push in [false, true] {
+        let t = Tuning {
+            cluster_push_meet: push,
+            ..base.clone()
+        };
+        for sp in [
+            "40,352,1,dense",
+            "60,1024,2,dense",
+            "8,2048,1,dense",
+            "2,4096,1,dense",
+        ] {
+            variants.push((
+                sp,
+                format!("cluster push meet {push}"),
                 Some(Strategy::Cluster),
                 t.clone(),
             ));

@@ -88,7 +88,16 @@ pub(crate) fn factor(
     let f = if reg_rows > 0 {
         None
     } else {
-        Some(panel::function(engine, threads, meeting, max_rows)?)
+        Some(panel::function(
+            engine,
+            threads,
+            meeting,
+            panel::Variant {
+                push: plan.panel.push_meet,
+                pairs: plan.panel.row_pairs,
+            },
+            max_rows,
+        )?)
     };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
     if let (true, Some(f)) = (global, &f) {
@@ -159,7 +168,11 @@ fn tensor_update(
     w: usize,
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
-    let (shape, prefetch) = (plan.shape, plan.panel.tensor_prefetch);
+    let (shape, prefetch, warps) = (
+        plan.shape,
+        plan.panel.tensor_prefetch,
+        plan.panel.tensor_warps,
+    );
     let n = shape.n();
     let (nrow, c0) = (n - p, p + w);
     // The grid is one-dimensional: keep blocks per launch far inside u32.
@@ -179,7 +192,7 @@ fn tensor_update(
             zcol: buf.zcol + (mat0 * 4) as u64,
             panel_col: p,
         };
-        trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch)?;
+        trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch, warps)?;
     }
     Ok(())
 }

@@ -92,6 +92,14 @@ pub struct PanelPlan {
     pub rows_per_thread: u32,
     /// Whether the tensor-core update prefetches the next slab.
     pub tensor_prefetch: bool,
+    /// Whether a cluster's panel blocks meet by remote stores and
+    /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
+    pub push_meet: bool,
+    /// Whether a panel block alone takes two rows per warp instruction for
+    /// the panel's second 16 columns (`Tuning::panel_row_pairs`).
+    pub row_pairs: bool,
+    /// Warps per block of the tensor-core update (4 or 8).
+    pub tensor_warps: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -122,9 +130,14 @@ impl Plan {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 panelreg::defines(self.panel.threads, self.panel.rows_per_thread, cluster)
             }
-            Strategy::Blocked | Strategy::Cluster | Strategy::Large => {
-                panel::defines(self.panel.threads, self.panel.meeting(self.strategy))
-            }
+            Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
+                self.panel.threads,
+                self.panel.meeting(self.strategy),
+                panel::Variant {
+                    push: self.panel.push_meet,
+                    pairs: self.panel.row_pairs,
+                },
+            ),
         }
     }
 }
@@ -280,6 +293,9 @@ pub fn plan(
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
             rows_per_thread: 0,
             tensor_prefetch: tuning.tensor_prefetch,
+            push_meet: tuning.cluster_push_meet,
+            row_pairs: tuning.panel_row_pairs,
+            tensor_warps: if tuning.tensor_warps == 4 { 4 } else { 8 },
         },
         reason,
     };

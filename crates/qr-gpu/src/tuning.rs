@@ -55,6 +55,25 @@ pub struct Tuning {
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
     pub tensor_prefetch: bool,
+    /// `cluster` path: the panel's blocks meet by remote stores into every
+    /// block's shared memory and mbarrier arrivals, instead of a cluster
+    /// barrier and remote loads. Off: the pull meeting is the measured one
+    /// (table "cluster panel"); push is not measured yet (`bench_suite
+    /// --sweep --only "cluster push"`).
+    pub cluster_push_meet: bool,
+    /// `blocked` path, one block per matrix: once a panel's first 16
+    /// columns are factored, the shared-memory panel kernel updates two rows
+    /// per warp instruction (only columns 16..31 still change) and forms the
+    /// Gram entries it no longer sums in one pass at the end. Off: not
+    /// measured yet (`bench_suite --sweep --only "panel row pairs"`).
+    pub panel_row_pairs: bool,
+    /// Tensor-core update: warps per block, 4 or 8 (any other value is 8).
+    /// Blocks per SM scale so that a thread keeps 128 registers (8: two
+    /// blocks, 4: four), the same 16 warps per SM either way. 8: table
+    /// "Tiles and speed" of docs/perf/trailing_tc.md (session 2); 4 with the
+    /// session 6 kernel is not measured yet (`bench_suite --sweep --only
+    /// "tensor warps"`).
+    pub tensor_warps: u32,
 }
 
 impl Default for Tuning {
@@ -73,6 +92,9 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 0,
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
+            cluster_push_meet: false,
+            panel_row_pairs: false,
+            tensor_warps: 8,
         }
     }
 }

@@ -92,6 +92,124 @@ fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The cluster panel's push meeting (`Tuning::cluster_push_meet`, off by
+/// default): every distribution and sizes across cluster sizes, each
+/// bitwise equal to the pull meeting's result (both add the same values in
+/// the same order).
+fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let pull = (**g).clone().with_strategy(Some(Strategy::Cluster));
+    let push = pull.clone().with_tuning(qr_gpu::Tuning {
+        cluster_push_meet: true,
+        ..qr_gpu::Tuning::default()
+    });
+    let mut specs: Vec<_> = [33, 240, 513, 1000, 2048, 4096]
+        .into_iter()
+        .enumerate()
+        .map(|(i, n)| {
+            (
+                spec(
+                    batch_for(n),
+                    n,
+                    2.0,
+                    Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()],
+                ),
+                i,
+            )
+        })
+        .collect();
+    specs.extend(
+        Case::all()
+            .enumerate()
+            .map(|(i, case)| (spec(2, 700, 2.0, case), 10 + i)),
+    );
+    for (sp, i) in specs {
+        let a = generate(&sp, 900 + i as u64);
+        gate(&push, sp.shape()?, &a, &format!("cluster push meet {sp}"))?;
+        let one = geqrf(&push, sp.shape()?, &a)?;
+        let two = geqrf(&pull, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau {
+            return Err(format!("cluster push meet {sp}: differs from the pull meeting").into());
+        }
+    }
+    Ok(())
+}
+
+/// The blocked panel's two-rows-per-warp update (`Tuning::panel_row_pairs`,
+/// off by default): sizes around its 16-column switch and block limits,
+/// every distribution, inputs of 1e-30s, and two runs bitwise identical.
+fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let b = (**g)
+        .clone()
+        .with_tuning(qr_gpu::Tuning {
+            panel_row_pairs: true,
+            ..qr_gpu::Tuning::default()
+        })
+        .with_strategy(Some(Strategy::Blocked));
+    for (i, n) in [1, 16, 17, 31, 33, 48, 49, 65, 200, 511, 513, 1000]
+        .into_iter()
+        .enumerate()
+    {
+        let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+        let sp = spec(batch_for(n), n, 2.0, case);
+        let a = generate(&sp, 1000 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("panel row pairs {sp}"))?;
+    }
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, 300, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 1100 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("panel row pairs {sp}"))?;
+    }
+    let sp = spec(2, 257, 1.0, Case::Dense);
+    let tiny: Vec<f32> = generate(&sp, 19).iter().map(|x| x * 1e-30).collect();
+    gate(
+        &b,
+        sp.shape()?,
+        &tiny,
+        &format!("panel row pairs {sp} times 1e-30"),
+    )?;
+    let one = geqrf(&b, sp.shape()?, &tiny)?;
+    let two = geqrf(&b, sp.shape()?, &tiny)?;
+    if one.h != two.h || one.tau != two.tau {
+        return Err("panel row pairs: two runs differ".into());
+    }
+    Ok(())
+}
+
+/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps`, 8 by
+/// default) on every panel strategy: sizes around its row and column steps,
+/// every distribution, and two runs bitwise identical.
+fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        tensor_warps: 4,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning.clone())
+            .with_strategy(Some(s));
+        for (i, n) in [33, 65, 200, 513, 1000].into_iter().enumerate() {
+            let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
+            let sp = spec(batch_for(n), n, 2.0, case);
+            let a = generate(&sp, 700 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
+        }
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(3, 300, 2.0, case);
+            let a = generate(&sp, 800 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
+        }
+        let sp = spec(2, 257, 1.0, Case::Dense);
+        let a = generate(&sp, 17);
+        let one = geqrf(&b, sp.shape()?, &a)?;
+        let two = geqrf(&b, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau {
+            return Err(format!("{s} tensor warps 4: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
 /// The register-resident panel kernel (off by default) on the blocked and
 /// cluster paths: sizes around its block limits, every distribution, inputs
 /// of 1e-30s, and two runs bitwise identical.
@@ -430,7 +548,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 9] = [
+    let plain: [(&str, Test); 12] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -442,6 +560,9 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ),
         ("modules_are_cached", modules_are_cached),
         ("register_panel", register_panel),
+        ("cluster_push_meet", cluster_push_meet),
+        ("tensor_warps_4", tensor_warps_4),
+        ("panel_row_pairs", panel_row_pairs),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),

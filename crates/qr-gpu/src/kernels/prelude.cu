@@ -88,6 +88,69 @@ __device__ __forceinline__ float cluster_ld_f32(const void* p, u32 rank) {
     return v;
 }
 
+// Point-to-point exchange inside a cluster (the panel's push meeting): a
+// block stores into the receivers' shared memory with st.async, each store
+// completing its bytes on the receiver's mbarrier; a receiver expects the
+// bytes of a phase and waits on its own mbarrier. No memory fence is needed
+// (a release barrier or fence compiles to a full GPU-scope membar on sm_90).
+__device__ __forceinline__ u32 smem_addr(const void* p) {
+    u32 a;
+    asm volatile("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }"
+                 : "=r"(a)
+                 : "l"(p));
+    return a;
+}
+
+__device__ __forceinline__ void mbar_init(void* bar, u32 count) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" ::"r"(smem_addr(bar)), "r"(count)
+                 : "memory");
+}
+
+// Makes this thread's mbarrier inits visible to the cluster (a cluster
+// barrier must still follow before any remote store completes on them).
+__device__ __forceinline__ void mbar_init_fence() {
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// This thread's arrival on its block's mbarrier, expecting `bytes` more
+// bytes of st.async data in the current phase.
+__device__ __forceinline__ void mbar_arrive_expect_tx(void* bar, u32 bytes) {
+    asm volatile("{ .reg .b64 st;\n\t"
+                 "mbarrier.arrive.expect_tx.shared::cta.b64 st, [%0], %1; }" ::"r"(smem_addr(bar)),
+                 "r"(bytes)
+                 : "memory");
+}
+
+// Stores `v` at the address of `p` in block `rank`, completing 8 (4) bytes
+// on that block's mbarrier at the address of `bar`.
+__device__ __forceinline__ void cluster_st_async_f64(void* p, u32 rank, double v, void* bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b64 [%0], %1, [%2];" ::"r"(
+                     cluster_addr(p, rank)),
+                 "l"(__double_as_longlong(v)), "r"(cluster_addr(bar, rank))
+                 : "memory");
+}
+
+__device__ __forceinline__ void cluster_st_async_f32(void* p, u32 rank, float v, void* bar) {
+    asm volatile("st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(
+                     cluster_addr(p, rank)),
+                 "r"(__float_as_uint(v)), "r"(cluster_addr(bar, rank))
+                 : "memory");
+}
+
+// Waits until the phase of this block's mbarrier with parity `parity` has
+// completed (its arrivals and expected bytes are all in).
+__device__ __forceinline__ void mbar_wait(void* bar, u32 parity) {
+    const u32 a = smem_addr(bar);
+    u32 done = 0;
+    while (!done)
+        asm volatile("{ .reg .pred p;\n\t"
+                     "mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n\t"
+                     "selp.u32 %0, 1, 0, p; }"
+                     : "=r"(done)
+                     : "r"(a), "r"(parity)
+                     : "memory");
+}
+
 __device__ __forceinline__ u32 cluster_ld_u32(const void* p, u32 rank) {
     u32 v;
     asm volatile("ld.shared::cluster.u32 %0, [%1];" : "=r"(v) : "r"(cluster_addr(p, rank)) : "memory");

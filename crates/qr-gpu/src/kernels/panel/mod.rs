@@ -14,7 +14,13 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panel",
     source: concat!(include_str!("../prelude.cu"), include_str!("panel.cu")),
     entries: &[FACTOR],
-    defines: &["PANEL_THREADS", "PANEL_LD", "PANEL_CLUSTER"],
+    defines: &[
+        "PANEL_THREADS",
+        "PANEL_LD",
+        "PANEL_CLUSTER",
+        "PANEL_PUSH",
+        "PANEL_PAIRS",
+    ],
 };
 
 /// Panel width; the kernel maps one lane to one panel column.
@@ -46,13 +52,28 @@ impl Meeting {
     }
 }
 
+/// Variants of the panel kernel beyond its block shape.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub(crate) struct Variant {
+    /// A cluster's blocks meet by remote stores and mbarriers instead of a
+    /// cluster barrier and remote loads (`Tuning::cluster_push_meet`).
+    pub push: bool,
+    /// A block alone updates two rows per warp instruction once 16 columns
+    /// are factored (`Tuning::panel_row_pairs`).
+    pub pairs: bool,
+}
+
 /// The `-D` defines of this family for blocks of `threads`.
-pub(crate) fn defines(threads: u32, meeting: Meeting) -> Vec<(String, String)> {
+pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(String, String)> {
     let cluster = meeting.cluster_size();
+    let push = variant.push && cluster > 0;
+    let pairs = variant.pairs && cluster == 0;
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
         ("PANEL_LD".to_string(), LD.to_string()),
         ("PANEL_CLUSTER".to_string(), cluster.to_string()),
+        ("PANEL_PUSH".to_string(), u8::from(push).to_string()),
+        ("PANEL_PAIRS".to_string(), u8::from(pairs).to_string()),
     ]
 }
 
@@ -89,9 +110,10 @@ pub(crate) fn function(
     engine: &Engine,
     threads: u32,
     meeting: Meeting,
+    variant: Variant,
     max_rows: usize,
 ) -> Result<CudaFunction, QrError> {
-    let f = engine.function(&SOURCE, &defines(threads, meeting), FACTOR)?;
+    let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         (max_rows * ROW_BYTES) as i32,

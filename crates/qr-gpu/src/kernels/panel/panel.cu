@@ -45,6 +45,20 @@
 #ifndef PANEL_CLUSTER
 #error "PANEL_CLUSTER (blocks per thread-block cluster, 0 for none) must be defined by the plan"
 #endif
+#ifndef PANEL_PUSH
+#error "PANEL_PUSH (1: clusters meet by remote stores and mbarriers) must be defined by the plan"
+#endif
+#ifndef PANEL_PAIRS
+#error "PANEL_PAIRS (1: a block alone updates two rows per warp once 16 columns are done) must be defined by the plan"
+#endif
+// Cluster meetings: PANEL_PUSH = 0 pulls (every block publishes its sums in
+// its own shared memory, a cluster barrier, then remote loads of every
+// block's); 1 pushes (every block stores its sums into every block's shared
+// memory with st.async, whose bytes complete on that block's mbarrier; each
+// block waits on its own), which replaces the all-to-all barrier, its
+// GPU-scope membar and the loads' round trip by one-way stores. Both add the
+// same values in the same order.
+#define PANEL_XN ((PANEL_CLUSTER > 0 && PANEL_PUSH ? PANEL_CLUSTER : 1) * PANEL_NB)
 #define PANEL_NB 32
 #define PANEL_WARPS (PANEL_THREADS / 32)
 // Blocks per SM the register budget must allow: five 256-thread blocks (the
@@ -82,6 +96,7 @@ struct Meet {
     int groups, g, m;
     u32 base;          // arrivals before this launch
     int k;             // meetings so far in this launch
+    unsigned long long* mbar;  // push meetings: this block's two mbarriers (one per slot)
 };
 
 // Adds lane `lane`'s value `t` over the matrix's blocks (or takes the max when
@@ -93,7 +108,7 @@ struct Meet {
 // r < 0: no reflector).
 template <bool use_max>
 __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, double* tot,
-                                     float* rowv, double (*xpart)[PANEL_NB],
+                                     float* rowv, double (*xpart)[PANEL_XN],
                                      float (*xrow)[PANEL_NB], int r, Reflector* rf) {
     const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
     const int slot = mt.k & 1;
@@ -107,7 +122,38 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         __syncthreads();
         return;
     }
-#if PANEL_CLUSTER > 0
+#if PANEL_CLUSTER > 0 && PANEL_PUSH
+    if (warp == 0) {
+        // Slot `slot` is written again two meetings later, by a block that
+        // has by then received this block's sums of the meeting in between,
+        // which this lane sends only after its reads below: no overrun.
+        const u32 me = (u32)mt.g;
+        // This phase: every block's 32 sums and the owner's row. Bytes may
+        // land before the expectation (the count goes below zero meanwhile).
+        if (lane == 0)
+            mbar_arrive_expect_tx(&mt.mbar[slot], (u32)(PANEL_CLUSTER * PANEL_NB * sizeof(double) +
+                                                        PANEL_NB * sizeof(float)));
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q)
+            cluster_st_async_f64(&xpart[slot][me * PANEL_NB + lane], (u32)q, t, &mt.mbar[slot]);
+        if (mt.g == owner)
+#pragma unroll
+            for (int q = 0; q < PANEL_CLUSTER; ++q)
+                cluster_st_async_f32(&xrow[slot][lane], (u32)q, rv, &mt.mbar[slot]);
+        // Each slot's mbarrier completes one phase every second meeting.
+        mbar_wait(&mt.mbar[slot], (u32)((mt.k - 1) >> 1) & 1u);
+        double x[PANEL_CLUSTER];
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = xpart[slot][q * PANEL_NB + lane];
+        const float rv_owner = xrow[slot][lane];
+        double s = 0.0;
+#pragma unroll
+        for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
+        tot[lane] = s;
+        rowv[lane] = rv_owner;
+        if (lane == r) *rf = make_reflector(rv_owner, s);
+    }
+#elif PANEL_CLUSTER > 0
     if (warp == 0) {
         xpart[slot][lane] = t;
         xrow[slot][lane] = rv;
@@ -222,6 +268,87 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
         red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
 }
 
+#if PANEL_PAIRS
+// update_rows for reflectors r >= 16 of a block alone (groups == 1): only
+// columns 16..31 still change, so each warp instruction takes two rows,
+// lanes 0..15 one and lanes 16..31 another 16 rows further down (16 rows
+// apart, their columns fall in different banks), which halves the passes'
+// instructions for the second half of the panel. Sums land in
+// red[warp][16..31] (red[warp][0..15] = 0): the Gram entries of columns
+// below 16 come from pair_gram after the loop instead. `wc` is lane
+// `lane`'s own column's coefficient (as for update_rows).
+template <bool fast>
+__device__ __forceinline__ void update_pairs(float* s, int r, int next, int first, int rows,
+                                             int warp, int lane, float fs, double scale,
+                                             float wc, int w, double (*red)[PANEL_NB]) {
+    const int half = lane >> 4, col = 16 + (lane & 15);
+    const float wcc = __shfl_sync(0xffffffffu, wc, col);
+    const bool store = col >= r && col < w;
+    const int src = next < 0 ? 0 : (lane & 16) | (next - 16);
+    const int sum_from = next < 0 ? rows : next + 1;  // r0 = 0 alone
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    // Warp `warp` owns rows first + warp + 8i; step j takes i and i + 2 (this
+    // lane's half), so four steps cover 32 rows of the block per warp group.
+    const int base = first + warp + 16 * half;
+    for (int j0 = 0;; j0 += 4) {
+        const int l00 = first + warp + 32 * (j0 >> 1);
+        if (l00 >= rows) break;  // warp-uniform: the lower half's first row
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int j = j0 + u;
+            const int l = base + 32 * (j >> 1) + 8 * (j & 1);
+            const bool in = l < rows;
+            float* row = s + l * PANEL_LD;
+            const float x = in ? row[r] : 0.0f;
+            const float v = fast ? x * fs : (float)((double)x * scale);
+            const float a0 = in ? row[col] : 0.0f;
+            const float a = col == r ? v : fmaf(-v, wcc, a0);
+            if (in && store) row[col] = a;
+            const float y = __shfl_sync(0xffffffffu, a, src);
+            acc[u] = fmaf(in && l >= sum_from ? y : 0.0f, a, acc[u]);
+        }
+    }
+    if (next >= 0) {
+        double d = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
+        d += __shfl_xor_sync(0xffffffffu, d, 16);
+        red[warp][half == 0 ? 16 + lane : lane - 16] = half == 0 ? d : 0.0;
+    }
+}
+
+// Gram entries G[c][q] = v_c^T v_q for c < 16 <= q < w of a block alone,
+// from the factored panel in shared memory (v_q is 1 at row q, zero above):
+// s[q][c] + sum over rows > q of s[row][c] s[row][q]. Lane: q = 16 + lane % 16,
+// c in 8 (lane / 16) .. + 8. Per-lane float sums, added over warps in double
+// in warp order.
+__device__ void pair_gram(const float* s, int rows, int w, int warp, int lane,
+                          double (*red)[PANEL_NB], double (*gram)[PANEL_NB + 1]) {
+    const int q = 16 + (lane & 15), c0 = 8 * (lane >> 4);
+    float acc[8];
+#pragma unroll
+    for (int k = 0; k < 8; ++k) acc[k] = 0.0f;
+    // Every lane of a warp on the same row (broadcast loads); rows above q
+    // contribute nothing (v_q is zero there). No q is below 16.
+    for (int l = 16 + warp; l < rows; l += PANEL_WARPS) {
+        const float* row = s + l * PANEL_LD;
+        const float vq = l < q ? 0.0f : (l == q ? 1.0f : row[q]);
+#pragma unroll
+        for (int k = 0; k < 8; ++k) acc[k] = fmaf(row[c0 + k], vq, acc[k]);
+    }
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+        __syncthreads();  // red is free (first round: the loop's last reader is done)
+        red[warp][lane] = (double)acc[k];
+        __syncthreads();
+        if (warp == 0 && q < w) {
+            double t = 0.0;
+            for (int p = 0; p < PANEL_WARPS; ++p) t += red[p][lane];
+            gram[c0 + k][q] = t;
+        }
+    }
+    __syncthreads();  // gram complete before the T recurrence reads it
+}
+#endif
+
 extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, PANEL_MIN_BLOCKS)
     panel_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
                      float* __restrict__ vbuf, float* __restrict__ tbuf,
@@ -233,7 +360,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     __shared__ float rowv[PANEL_NB];
     __shared__ double gram[PANEL_NB][PANEL_NB + 1];
     __shared__ float taus[PANEL_NB];
-    __shared__ double xpart[2][PANEL_NB];
+    __shared__ double xpart[2][PANEL_XN];
     __shared__ float xrow[2][PANEL_NB];
     __shared__ u32 base_s;
     __shared__ Reflector s_rf;
@@ -273,7 +400,23 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) red[warp][0] = (double)amax;
     __syncthreads();
-    Meet mt{partials, rowbuf, counters, groups, g, m, groups > 1 ? base_s : 0u, 0};
+#if PANEL_CLUSTER > 0 && PANEL_PUSH
+    // Every block's mbarriers exist before any block stores into it; one
+    // arrival (this block's, with the phase's bytes) per phase.
+    __shared__ unsigned long long s_mbar[2];
+    if (groups > 1) {
+        if (tid == 0) {
+            mbar_init(&s_mbar[0], 1u);
+            mbar_init(&s_mbar[1], 1u);
+            mbar_init_fence();
+        }
+        cluster_barrier();
+    }
+    unsigned long long* mbar = s_mbar;
+#else
+    unsigned long long* mbar = nullptr;
+#endif
+    Meet mt{partials, rowbuf, counters, groups, g, m, groups > 1 ? base_s : 0u, 0, mbar};
     {
         double bmax = 0.0;
         if (warp == 0)
@@ -348,6 +491,20 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         // redone in double, so a float32 scale is exact to rounding. tau = 0
         // leaves the panel as it is (scale 1 and no update: wc is 0).
         const int next = r + 1 < w ? r + 1 : -1;
+#if PANEL_PAIRS
+        // groups is uniform, so is this branch.
+        if (groups == 1 && r >= 16) {
+            if (rf.tau == 0.0f)
+                update_pairs<true>(s, r, next, first, rows, warp, lane, 1.0f, 1.0, wc, w, red);
+            else if (fabs(rf.scale) < 1.0e30)
+                update_pairs<true>(s, r, next, first, rows, warp, lane, (float)rf.scale,
+                                   rf.scale, wc, w, red);
+            else
+                update_pairs<false>(s, r, next, first, rows, warp, lane, 0.0f, rf.scale, wc, w,
+                                    red);
+            continue;
+        }
+#endif
         if (rf.tau == 0.0f)
             update_rows<true>(s, r, next, first, rows, r0, warp, lane, 1.0f, 1.0, wc, w, red);
         else if (fabs(rf.scale) < 1.0e30)
@@ -358,6 +515,9 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
                                red);
     }
     __syncthreads();
+#if PANEL_PAIRS
+    if (groups == 1 && w > 16) pair_gram(s, rows, w, warp, lane, red, gram);
+#endif
 #else
     // Clusters (few matrices, latency-bound): the fused pass measured slower
     // there (its per-row shuffle lengthens the chain), so the sums, the update

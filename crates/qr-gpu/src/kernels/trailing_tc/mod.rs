@@ -30,26 +30,30 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
 
 /// Columns of the trailing matrix per block (`TC_BN`).
 const BN: usize = 32;
-/// Warps per block (`TC_WARPS`).
-const WARPS: u32 = 8;
+/// Warps per SM the register cap allows at 128 registers a thread: blocks
+/// per SM (`TC_MIN_BLOCKS`) are this over the block's warps.
+const WARPS_PER_SM: u32 = 16;
 
 /// The defines of the measured choice (docs/perf/trailing_tc.md, "Tiles and
-/// speed": tf32 3-pass, 32 columns, 8 warps, per-slab flush), with 16-byte
-/// accesses when every A2 row is 16-byte aligned. `prefetch` loads the next
-/// slab before the current one's mma; it needs about 180 registers, so it
-/// runs one block per SM (`Tuning::tensor_prefetch`).
-pub(crate) fn defines(vec4: bool, prefetch: bool) -> Vec<(String, String)> {
+/// speed": tf32 3-pass, 32 columns, per-slab flush), `warps` (4 or 8) warps
+/// per block, with 16-byte accesses when every A2 row is 16-byte aligned.
+/// `prefetch` loads the next slab before the current one's mma; it needs
+/// about 180 registers, so it runs half the blocks per SM
+/// (`Tuning::tensor_prefetch`).
+pub(crate) fn defines(vec4: bool, prefetch: bool, warps: u32) -> Vec<(String, String)> {
+    let warps = if warps == 4 { 4 } else { 8 };
+    let blocks = WARPS_PER_SM / warps / if prefetch { 2 } else { 1 };
     [
-        ("TC_SPLIT", "0"),
-        ("TC_BN", "32"),
-        ("TC_WARPS", "8"),
-        ("TC_MIN_BLOCKS", if prefetch { "1" } else { "2" }),
-        ("TC_FLUSH", "1"),
-        ("TC_PREFETCH", if prefetch { "1" } else { "0" }),
-        ("TC_VEC4", if vec4 { "1" } else { "0" }),
+        ("TC_SPLIT", "0".to_string()),
+        ("TC_BN", "32".to_string()),
+        ("TC_WARPS", warps.to_string()),
+        ("TC_MIN_BLOCKS", blocks.to_string()),
+        ("TC_FLUSH", "1".to_string()),
+        ("TC_PREFETCH", u8::from(prefetch).to_string()),
+        ("TC_VEC4", u8::from(vec4).to_string()),
     ]
     .into_iter()
-    .map(|(k, v)| (k.to_string(), v.to_string()))
+    .map(|(k, v)| (k.to_string(), v))
     .collect()
 }
 
@@ -83,23 +87,26 @@ pub(crate) struct Operands {
 }
 
 /// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
-/// width `w`, with the next slab prefetched when `prefetch`.
+/// width `w`, with the next slab prefetched when `prefetch`, blocks of
+/// `warps` (4 or 8) warps.
 pub(crate) fn launch(
     engine: &Engine,
     op: &Operands,
     (nrow, ntrail, w): (usize, usize, usize),
     mats: usize,
     prefetch: bool,
+    warps: u32,
 ) -> Result<(), QrError> {
     if ntrail == 0 || mats == 0 {
         return Ok(());
     }
     let vec4 = op.lda % 4 == 0 && op.a % 16 == 0 && op.src % 16 == 0;
-    let f = engine.function(&SOURCE, &defines(vec4, prefetch), APPLY)?;
+    let warps = if warps == 4 { 4 } else { 8 };
+    let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps), APPLY)?;
     let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(blocks)?, 1, 1),
-        block_dim: (32 * WARPS, 1, 1),
+        block_dim: (32 * warps, 1, 1),
         shared_mem_bytes: 0,
     };
     let int = |x: usize| -> Result<i32, QrError> {
