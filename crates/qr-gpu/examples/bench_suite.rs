@@ -180,6 +180,26 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    // Where the whole-matrix shared-memory kernel stops beating the
+    // blocked path (`Tuning::smem_max_n`).
+    for sp in [
+        "40,96,1,dense",
+        "40,128,1,dense",
+        "40,144,1,dense",
+        "40,160,1,dense",
+        "40,176,1,dense",
+        "40,208,1,dense",
+        "40,240,1,dense",
+    ] {
+        for strat in [Strategy::Smem, Strategy::Blocked] {
+            variants.push((
+                sp,
+                format!("smem crossover {strat}"),
+                Some(strat),
+                base.clone(),
+            ));
+        }
+    }
     for (k, per_sm, th) in [
         (2u32, 8u32, 256u32),
         (4, 8, 256),

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{panel, panelreg, smem};
+use crate::kernels::{panel, panelreg, smem, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -221,6 +221,28 @@ fn cluster_size(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<u3
     Some(k.max(need.next_power_of_two()).min(max) as u32).filter(|&k| k >= need as u32)
 }
 
+/// Warps per tensor-update block: `Tuning::tensor_warps` when it is 4 or 8,
+/// else 4 once the first trailing update (after one 32-column panel) fills
+/// the SMs' resident 8-warp blocks `tensor_warps4_min_waves` times over:
+/// with that many waves the smaller blocks' finer grain wins, with few the
+/// 8-warp blocks' wider row split does.
+fn tensor_warps(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> u32 {
+    match tuning.tensor_warps {
+        4 => 4,
+        8 => 8,
+        _ => {
+            let tiles = shape.n().saturating_sub(32).div_ceil(trailing_tc::BN);
+            let blocks = shape.batch() * tiles;
+            let slots = (device.sm_count * trailing_tc::resident_blocks(8)).max(1) as usize;
+            if blocks >= slots * tuning.tensor_warps4_min_waves as usize {
+                4
+            } else {
+                8
+            }
+        }
+    }
+}
+
 /// Largest `n` whose whole matrix fits one block's shared memory.
 pub fn smem_fit_n(device: &DeviceInfo) -> usize {
     let budget = device.smem_per_block_optin.saturating_sub(1024);
@@ -295,7 +317,7 @@ pub fn plan(
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
             row_pairs: tuning.panel_row_pairs,
-            tensor_warps: if tuning.tensor_warps == 4 { 4 } else { 8 },
+            tensor_warps: tensor_warps(shape, device, tuning),
         },
         reason,
     };

@@ -57,23 +57,28 @@ pub struct Tuning {
     pub tensor_prefetch: bool,
     /// `cluster` path: the panel's blocks meet by remote stores into every
     /// block's shared memory and mbarrier arrivals, instead of a cluster
-    /// barrier and remote loads. Off: the pull meeting is the measured one
-    /// (table "cluster panel"); push is not measured yet (`bench_suite
-    /// --sweep --only "cluster push"`).
+    /// barrier and remote loads. On: 4-7% faster on every cluster case of
+    /// the H200 (docs/perf/qr-gpu.md, table "cluster push meet", session 7).
     pub cluster_push_meet: bool,
     /// `blocked` path, one block per matrix: once a panel's first 16
     /// columns are factored, the shared-memory panel kernel updates two rows
     /// per warp instruction (only columns 16..31 still change) and forms the
-    /// Gram entries it no longer sums in one pass at the end. Off: not
-    /// measured yet (`bench_suite --sweep --only "panel row pairs"`).
+    /// Gram entries it no longer sums in one pass at the end. Off: 1-2%
+    /// slower on the H200 at n = 176, 352, 512 and 1024 (docs/perf/qr-gpu.md,
+    /// table "panel row pairs", session 7).
     pub panel_row_pairs: bool,
-    /// Tensor-core update: warps per block, 4 or 8 (any other value is 8).
-    /// Blocks per SM scale so that a thread keeps 128 registers (8: two
-    /// blocks, 4: four), the same 16 warps per SM either way. 8: table
-    /// "Tiles and speed" of docs/perf/trailing_tc.md (session 2); 4 with the
-    /// session 6 kernel is not measured yet (`bench_suite --sweep --only
-    /// "tensor warps"`).
+    /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
+    /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
+    /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
+    /// either way.
     pub tensor_warps: u32,
+    /// With `tensor_warps` 0: 4-warp blocks when the first trailing update
+    /// has at least this many waves of 8-warp blocks (its blocks over the
+    /// SMs' resident 8-warp blocks), else 8. On the H200, 4 warps were 3.9%
+    /// faster at 640 x 512 (36 waves) and 1-12% slower at 60 x 1024 (7),
+    /// 8 x 2048 (1.9) and 2 x 4096 (1): docs/perf/qr-gpu.md, table "tensor
+    /// warps", session 7; 16 lies between 7 and 36 (their geometric middle).
+    pub tensor_warps4_min_waves: u32,
 }
 
 impl Default for Tuning {
@@ -92,9 +97,10 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 0,
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
-            cluster_push_meet: false,
+            cluster_push_meet: true,
             panel_row_pairs: false,
-            tensor_warps: 8,
+            tensor_warps: 0,
+            tensor_warps4_min_waves: 16,
         }
     }
 }

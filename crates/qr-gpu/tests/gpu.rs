@@ -92,14 +92,14 @@ fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The cluster panel's push meeting (`Tuning::cluster_push_meet`, off by
-/// default): every distribution and sizes across cluster sizes, each
-/// bitwise equal to the pull meeting's result (both add the same values in
+/// The cluster panel's pull meeting (`Tuning::cluster_push_meet` off; push
+/// is the default): every distribution and sizes across cluster sizes, each
+/// bitwise equal to the push meeting's result (both add the same values in
 /// the same order).
 fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let pull = (**g).clone().with_strategy(Some(Strategy::Cluster));
-    let push = pull.clone().with_tuning(qr_gpu::Tuning {
-        cluster_push_meet: true,
+    let push = (**g).clone().with_strategy(Some(Strategy::Cluster));
+    let pull = push.clone().with_tuning(qr_gpu::Tuning {
+        cluster_push_meet: false,
         ..qr_gpu::Tuning::default()
     });
     let mut specs: Vec<_> = [33, 240, 513, 1000, 2048, 4096]
@@ -175,8 +175,8 @@ fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps`, 8 by
-/// default) on every panel strategy: sizes around its row and column steps,
+/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps` 4;
+/// the default picks them only for batches of many waves) on every panel strategy: sizes around its row and column steps,
 /// every distribution, and two runs bitwise identical.
 fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let tuning = qr_gpu::Tuning {

@@ -29,10 +29,15 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
 };
 
 /// Columns of the trailing matrix per block (`TC_BN`).
-const BN: usize = 32;
+pub(crate) const BN: usize = 32;
 /// Warps per SM the register cap allows at 128 registers a thread: blocks
 /// per SM (`TC_MIN_BLOCKS`) are this over the block's warps.
 const WARPS_PER_SM: u32 = 16;
+
+/// Blocks of `warps` warps each SM keeps resident (without prefetch).
+pub(crate) fn resident_blocks(warps: u32) -> u32 {
+    WARPS_PER_SM / warps.max(1)
+}
 
 /// The defines of the measured choice (docs/perf/trailing_tc.md, "Tiles and
 /// speed": tf32 3-pass, 32 columns, per-slab flush), `warps` (4 or 8) warps
