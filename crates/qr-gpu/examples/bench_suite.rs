@@ -190,8 +190,10 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         "40,176,1,dense",
         "40,208,1,dense",
         "40,240,1,dense",
+        "40,288,1,dense",
+        "40,352,1,dense",
     ] {
-        for strat in [Strategy::Smem, Strategy::Blocked] {
+        for strat in [Strategy::Smem, Strategy::Blocked, Strategy::Cluster] {
             variants.push((
                 sp,
                 format!("smem crossover {strat}"),
@@ -243,6 +245,26 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             variants.push((
                 sp,
                 format!("panel row pairs {pairs}"),
+                Some(Strategy::Blocked),
+                t.clone(),
+            ));
+        }
+    }
+    for quad in [false, true] {
+        let t = Tuning {
+            panel_quad: quad,
+            ..base.clone()
+        };
+        for sp in [
+            "40,176,1,dense",
+            "40,352,1,dense",
+            "640,512,2,dense",
+            "60,1024,2,dense",
+            "8,2048,1,dense",
+        ] {
+            variants.push((
+                sp,
+                format!("panel quad {quad}"),
                 Some(Strategy::Blocked),
                 t.clone(),
             ));

@@ -95,6 +95,7 @@ pub(crate) fn factor(
             panel::Variant {
                 push: plan.panel.push_meet,
                 pairs: plan.panel.row_pairs,
+                quad: plan.panel.quad,
             },
             max_rows,
         )?)

@@ -98,6 +98,9 @@ pub struct PanelPlan {
     /// Whether a panel block alone takes two rows per warp instruction for
     /// the panel's second 16 columns (`Tuning::panel_row_pairs`).
     pub row_pairs: bool,
+    /// Whether the shared-memory panel kernel takes four columns per lane
+    /// (`Tuning::panel_quad`; only without clusters).
+    pub quad: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
 }
@@ -136,6 +139,7 @@ impl Plan {
                 panel::Variant {
                     push: self.panel.push_meet,
                     pairs: self.panel.row_pairs,
+                    quad: self.panel.quad,
                 },
             ),
         }
@@ -317,6 +321,7 @@ pub fn plan(
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
             row_pairs: tuning.panel_row_pairs,
+            quad: tuning.panel_quad,
             tensor_warps: tensor_warps(shape, device, tuning),
         },
         reason,

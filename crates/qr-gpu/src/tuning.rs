@@ -13,8 +13,9 @@ pub struct Tuning {
     /// n = 176; 64..128 takes 4, not measured separately).
     pub smem_tpc: [u32; 3],
     /// Largest `n` dispatched to `smem` even when a larger matrix would fit
-    /// one block's shared memory. Table "dispatch"; past about 240 no H200
-    /// block can hold the matrix anyway.
+    /// one block's shared memory; larger orders take `blocked`. 144: at
+    /// batch 40 on the H200, `smem` won at n = 96 and 144 and lost from 160
+    /// on (docs/perf/qr-gpu.md, table "smem crossover", session 7).
     pub smem_max_n: usize,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
@@ -67,6 +68,11 @@ pub struct Tuning {
     /// slower on the H200 at n = 176, 352, 512 and 1024 (docs/perf/qr-gpu.md,
     /// table "panel row pairs", session 7).
     pub panel_row_pairs: bool,
+    /// `blocked` path: each lane of the shared-memory panel kernel updates
+    /// four adjacent columns of a row with 16-byte shared-memory accesses
+    /// (a warp instruction covers four rows). Off: not measured yet
+    /// (`bench_suite --sweep --only "panel quad"`).
+    pub panel_quad: bool,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
     /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
@@ -85,7 +91,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Self {
             smem_tpc: [8, 4, 4],
-            smem_max_n: 240,
+            smem_max_n: 144,
             blocked_panel_threads: 256,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),
@@ -99,6 +105,7 @@ impl Default for Tuning {
             tensor_prefetch: false,
             cluster_push_meet: true,
             panel_row_pairs: false,
+            panel_quad: false,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
         }

@@ -135,49 +135,76 @@ fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The blocked panel's two-rows-per-warp update (`Tuning::panel_row_pairs`,
-/// off by default): sizes around its 16-column switch and block limits,
-/// every distribution, inputs of 1e-30s, and two runs bitwise identical.
+/// off by default): see `panel_variant`.
 fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        panel_row_pairs: true,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &tuning, Strategy::Blocked, "panel row pairs", 1000)
+}
+
+/// The four-columns-per-lane panel update (`Tuning::panel_quad`) with one
+/// block per matrix (256 and 512 threads) and with blocks meeting through
+/// global memory (`large`): see `panel_variant`.
+fn panel_quad(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for threads in [256, 512] {
+        let tuning = qr_gpu::Tuning {
+            panel_quad: true,
+            blocked_panel_threads: threads,
+            large_panel_threads: threads,
+            ..qr_gpu::Tuning::default()
+        };
+        for s in [Strategy::Blocked, Strategy::Large] {
+            panel_variant(g, &tuning, s, &format!("{s} panel quad {threads}"), 1200)?;
+        }
+    }
+    Ok(())
+}
+
+/// A panel-kernel variant on strategy `s`: sizes around the 16-column
+/// switch, the row groups and block limits, every distribution, inputs of
+/// 1e-30s, and two runs bitwise identical.
+fn panel_variant(
+    g: &Arc<GpuBackend>,
+    tuning: &qr_gpu::Tuning,
+    s: Strategy,
+    label: &str,
+    seed: u64,
+) -> Result<(), Failed> {
     let b = (**g)
         .clone()
-        .with_tuning(qr_gpu::Tuning {
-            panel_row_pairs: true,
-            ..qr_gpu::Tuning::default()
-        })
-        .with_strategy(Some(Strategy::Blocked));
+        .with_tuning(tuning.clone())
+        .with_strategy(Some(s));
     for (i, n) in [1, 16, 17, 31, 33, 48, 49, 65, 200, 511, 513, 1000]
         .into_iter()
         .enumerate()
     {
         let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
         let sp = spec(batch_for(n), n, 2.0, case);
-        let a = generate(&sp, 1000 + i as u64);
-        gate(&b, sp.shape()?, &a, &format!("panel row pairs {sp}"))?;
+        let a = generate(&sp, seed + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
     for (i, case) in Case::all().enumerate() {
         let sp = spec(3, 300, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
-        let a = generate(&sp, 1100 + i as u64);
-        gate(&b, sp.shape()?, &a, &format!("panel row pairs {sp}"))?;
+        let a = generate(&sp, seed + 100 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
     let sp = spec(2, 257, 1.0, Case::Dense);
     let tiny: Vec<f32> = generate(&sp, 19).iter().map(|x| x * 1e-30).collect();
-    gate(
-        &b,
-        sp.shape()?,
-        &tiny,
-        &format!("panel row pairs {sp} times 1e-30"),
-    )?;
+    gate(&b, sp.shape()?, &tiny, &format!("{label} {sp} times 1e-30"))?;
     let one = geqrf(&b, sp.shape()?, &tiny)?;
     let two = geqrf(&b, sp.shape()?, &tiny)?;
     if one.h != two.h || one.tau != two.tau {
-        return Err("panel row pairs: two runs differ".into());
+        return Err(format!("{label}: two runs differ").into());
     }
     Ok(())
 }
 
 /// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps` 4;
-/// the default picks them only for batches of many waves) on every panel strategy: sizes around its row and column steps,
-/// every distribution, and two runs bitwise identical.
+/// the default picks them only for batches of many waves) on every panel
+/// strategy: sizes around its row and column steps, every distribution,
+/// and two runs bitwise identical.
 fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let tuning = qr_gpu::Tuning {
         tensor_warps: 4,
@@ -548,7 +575,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 12] = [
+    let plain: [(&str, Test); 13] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -563,6 +590,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("cluster_push_meet", cluster_push_meet),
         ("tensor_warps_4", tensor_warps_4),
         ("panel_row_pairs", panel_row_pairs),
+        ("panel_quad", panel_quad),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),

@@ -20,6 +20,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_CLUSTER",
         "PANEL_PUSH",
         "PANEL_PAIRS",
+        "PANEL_QUAD",
     ],
 };
 
@@ -28,7 +29,10 @@ pub(crate) const NB: usize = 32;
 /// Shared-memory leading dimension of a panel row: odd, so that the lanes
 /// of a warp reading one column down the rows hit distinct banks.
 pub(crate) const LD: usize = NB + 1;
-/// Shared-memory bytes per panel row.
+/// Leading dimension of the `quad` variant: 16-byte aligned rows, one
+/// 128-byte wavefront each (its lanes never read down a column).
+const QUAD_LD: usize = NB;
+/// Shared-memory bytes per panel row (the larger of the two layouts).
 pub(crate) const ROW_BYTES: usize = LD * std::mem::size_of::<f32>();
 
 /// How the blocks of one matrix meet to add their partial sums.
@@ -61,6 +65,9 @@ pub(crate) struct Variant {
     /// A block alone updates two rows per warp instruction once 16 columns
     /// are factored (`Tuning::panel_row_pairs`).
     pub pairs: bool,
+    /// Without clusters, each lane updates four adjacent columns of a row
+    /// with 16-byte accesses (`Tuning::panel_quad`; not with `pairs`).
+    pub quad: bool,
 }
 
 /// The `-D` defines of this family for blocks of `threads`.
@@ -68,12 +75,15 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
     let cluster = meeting.cluster_size();
     let push = variant.push && cluster > 0;
     let pairs = variant.pairs && cluster == 0;
+    let quad = variant.quad && cluster == 0 && !pairs;
+    let ld = if quad { QUAD_LD } else { LD };
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
-        ("PANEL_LD".to_string(), LD.to_string()),
+        ("PANEL_LD".to_string(), ld.to_string()),
         ("PANEL_CLUSTER".to_string(), cluster.to_string()),
         ("PANEL_PUSH".to_string(), u8::from(push).to_string()),
         ("PANEL_PAIRS".to_string(), u8::from(pairs).to_string()),
+        ("PANEL_QUAD".to_string(), u8::from(quad).to_string()),
     ]
 }
 

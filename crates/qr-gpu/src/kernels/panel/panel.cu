@@ -51,6 +51,12 @@
 #ifndef PANEL_PAIRS
 #error "PANEL_PAIRS (1: a block alone updates two rows per warp once 16 columns are done) must be defined by the plan"
 #endif
+#ifndef PANEL_QUAD
+#error "PANEL_QUAD (1: without clusters, each lane updates four adjacent columns of a row) must be defined by the plan"
+#endif
+#if PANEL_QUAD && (PANEL_LD % 4 != 0 || PANEL_CLUSTER > 0 || PANEL_PAIRS)
+#error "PANEL_QUAD needs 16-byte aligned rows (PANEL_LD % 4 == 0), no clusters and no PANEL_PAIRS"
+#endif
 // Cluster meetings: PANEL_PUSH = 0 pulls (every block publishes its sums in
 // its own shared memory, a cluster barrier, then remote loads of every
 // block's); 1 pushes (every block stores its sums into every block's shared
@@ -268,6 +274,89 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
         red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
 }
 
+#if PANEL_QUAD
+#ifndef PANEL_QUAD_U
+#define PANEL_QUAD_U 1  // groups of four rows per loop step
+#endif
+// Four consecutive floats of a panel row (rows are 16-byte aligned).
+struct alignas(16) panel_f4 {
+    float x[4];
+};
+
+// Element `e` (warp-uniform) of a quad, by selects: a dynamic index would
+// put the quad in local memory.
+__device__ __forceinline__ float pick4(const panel_f4& a, int e) {
+    const float lo = (e & 1) ? a.x[1] : a.x[0];
+    const float hi = (e & 1) ? a.x[3] : a.x[2];
+    return (e & 2) ? hi : lo;
+}
+
+// update_rows with each lane on four adjacent columns of one row: lanes
+// 8j..8j+7 take row j of four consecutive rows, lane 8j + q columns
+// 4q..4q+3, each with one 16-byte load and one 16-byte store (a row is one
+// 128-byte wavefront: no bank conflicts with PANEL_LD = 32). A warp
+// instruction so covers four rows, and the column-r value x and the next
+// reflector's column come from the row's owning lane by shuffles of the
+// loaded / updated quads (shuffles also order them before this row's store).
+// `wc` is lane `lane`'s own column's coefficient, as for update_rows; the
+// sums are added over the four rows of each lane quartet by shuffles in a
+// fixed order.
+template <bool fast>
+__device__ __forceinline__ void update_quad(float* s, int r, int next, int first, int rows, int r0,
+                                            int warp, int lane, float fs, double scale, float wc,
+                                            double (*red)[PANEL_NB]) {
+    const int j = lane >> 3, c0 = 4 * (lane & 7);
+    const int sum_from = next < 0 ? rows : next + 1 - r0;  // first local row summed
+    const int nx = next < 0 ? 0 : next;
+    const int xsrc = (lane & 24) | (r >> 2), ysrc = (lane & 24) | (nx >> 2);
+    // Columns left of r and past w have wc = 0: the update leaves them as
+    // they are (v is finite: |v| <= 1).
+    float wq[4];
+#pragma unroll
+    for (int e = 0; e < 4; ++e) wq[e] = __shfl_sync(0xffffffffu, wc, c0 + e);
+    float acc[PANEL_QUAD_U][4];
+#pragma unroll
+    for (int u = 0; u < PANEL_QUAD_U; ++u)
+#pragma unroll
+        for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
+    // Warp `warp` owns rows first + 4 warp + 4 PANEL_WARPS i + {0..3}, taken
+    // PANEL_QUAD_U groups of four at a time; the loop test is warp-uniform.
+    for (int l0 = first + 4 * warp; l0 < rows; l0 += 4 * PANEL_QUAD_U * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < PANEL_QUAD_U; ++u) {
+            const int l = l0 + 4 * PANEL_WARPS * u + j;
+            const bool in = l < rows;
+            panel_f4* row = reinterpret_cast<panel_f4*>(s + l * PANEL_LD + c0);
+            panel_f4 a = {{0.0f, 0.0f, 0.0f, 0.0f}};
+            if (in) a = *row;
+            const float x = __shfl_sync(0xffffffffu, pick4(a, r & 3), xsrc);
+            const float v = fast ? x * fs : (float)((double)x * scale);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) a.x[e] = c0 + e == r ? v : fmaf(-v, wq[e], a.x[e]);
+            if (in) *row = a;
+            const float y = __shfl_sync(0xffffffffu, pick4(a, nx & 3), ysrc);
+            const float ys = in && l >= sum_from ? y : 0.0f;
+#pragma unroll
+            for (int e = 0; e < 4; ++e) acc[u][e] = fmaf(ys, a.x[e], acc[u][e]);
+        }
+    }
+    if (next >= 0) {
+        double d[4];
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            d[e] = (double)acc[0][e];
+#pragma unroll
+            for (int u = 1; u < PANEL_QUAD_U; ++u) d[e] += (double)acc[u][e];
+            d[e] += __shfl_xor_sync(0xffffffffu, d[e], 8);
+            d[e] += __shfl_xor_sync(0xffffffffu, d[e], 16);
+        }
+        if (j == 0)
+#pragma unroll
+            for (int e = 0; e < 4; ++e) red[warp][c0 + e] = d[e];
+    }
+}
+#endif
+
 #if PANEL_PAIRS
 // update_rows for reflectors r >= 16 of a block alone (groups == 1): only
 // columns 16..31 still change, so each warp instruction takes two rows,
@@ -354,7 +443,8 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
                      float* __restrict__ vbuf, float* __restrict__ tbuf,
                      float* __restrict__ tau, double* partials, float* rowbuf, u32* counters,
                      int n, int p, int w, int groups, int mat0) {
-    extern __shared__ float s[];
+    // 16-byte aligned: PANEL_QUAD moves rows as 16-byte quads.
+    extern __shared__ __attribute__((aligned(16))) float s[];
     __shared__ double red[PANEL_WARPS][PANEL_NB];
     __shared__ double tot[PANEL_NB];
     __shared__ float rowv[PANEL_NB];
@@ -505,6 +595,15 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
             continue;
         }
 #endif
+#if PANEL_QUAD
+        if (rf.tau == 0.0f)
+            update_quad<true>(s, r, next, first, rows, r0, warp, lane, 1.0f, 1.0, wc, red);
+        else if (fabs(rf.scale) < 1.0e30)
+            update_quad<true>(s, r, next, first, rows, r0, warp, lane, (float)rf.scale, rf.scale,
+                              wc, red);
+        else
+            update_quad<false>(s, r, next, first, rows, r0, warp, lane, 0.0f, rf.scale, wc, red);
+#else
         if (rf.tau == 0.0f)
             update_rows<true>(s, r, next, first, rows, r0, warp, lane, 1.0f, 1.0, wc, w, red);
         else if (fabs(rf.scale) < 1.0e30)
@@ -513,6 +612,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         else
             update_rows<false>(s, r, next, first, rows, r0, warp, lane, 0.0f, rf.scale, wc, w,
                                red);
+#endif
     }
     __syncthreads();
 #if PANEL_PAIRS
