@@ -429,10 +429,14 @@ mod tests {
         let t = Tuning::default();
         let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
         assert_eq!(at(20, 32).strategy, Strategy::Smem);
-        assert_eq!(at(40, 176).strategy, Strategy::Smem);
+        assert_eq!(at(40, 144).strategy, Strategy::Smem);
+        assert_eq!(at(40, 176).strategy, Strategy::Cluster);
         assert_eq!(at(40, 352).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
         assert_eq!(at(640, 512).panel.rows_per_thread, 0);
+        assert_eq!(at(640, 512).panel.tensor_warps, 4);
+        assert_eq!(at(60, 1024).panel.tensor_warps, 8);
+        assert_eq!(at(2, 4096).panel.tensor_warps, 8);
         assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(60, 1024).panel.groups, 4);
         assert_eq!(at(40, 352).panel.groups, 4);
