@@ -270,6 +270,22 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    for ahead in [false, true] {
+        let t = Tuning {
+            look_ahead: ahead,
+            ..base.clone()
+        };
+        for sp in [
+            "40,176,1,dense",
+            "40,352,1,dense",
+            "640,512,2,dense",
+            "60,1024,2,dense",
+            "8,2048,1,dense",
+            "2,4096,1,dense",
+        ] {
+            variants.push((sp, format!("look ahead {ahead}"), None, t.clone()));
+        }
+    }
     for push in [false, true] {
         let t = Tuning {
             cluster_push_meet: push,

@@ -7,6 +7,7 @@
 use std::ffi::c_int;
 
 use cudarc::cublas::sys::cublasOperation_t as Op;
+use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
 use crate::engine::Engine;
@@ -125,13 +126,52 @@ pub(crate) fn factor(
         }
     }
 
-    for p in (0..n).step_by(NB) {
+    // Look-ahead (`Tuning::look_ahead`): the panels and the update of each
+    // next panel's own columns run on the engine's priority stream, the
+    // rest of each update on the main stream, so that panel k + 1 (latency
+    // bound) overlaps the bulk of update k. Panels alternate between two
+    // V / T buffers: update k still reads its V and T while panel k + 1
+    // writes the next. Every element sees the same operations in the same
+    // order either way, so the bits do not change.
+    let ahead = plan.panel.look_ahead
+        && f.is_some()
+        && plan.panel.tensor_trailing
+        && meeting != Meeting::Global
+        && n > NB;
+    let vt = if ahead {
+        Some((
+            ws.v2.ensure(stream, batch * n * NB)?,
+            ws.t2.ensure(stream, batch * NB * NB)?,
+        ))
+    } else {
+        None
+    };
+    let side = engine.side_stream();
+    if ahead {
+        engine.side_waits_main()?;
+    }
+    let panel_stream = if ahead { side } else { stream };
+    let (v1, t1) = (buf.v, buf.t);
+    for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
+        if let Some((v2, t2)) = vt {
+            (buf.v, buf.t) = if k % 2 == 0 { (v1, t1) } else { (v2, t2) };
+        }
         for mat0 in (0..batch).step_by(per_launch) {
             let mats = per_launch.min(batch - mat0);
             match &f {
                 Some(f) => panel::launch(
-                    engine, f, threads, meeting, groups, n, p, w, mat0, mats, &buf,
+                    panel_stream,
+                    f,
+                    threads,
+                    meeting,
+                    groups,
+                    n,
+                    p,
+                    w,
+                    mat0,
+                    mats,
+                    &buf,
                 )?,
                 None => panelreg::launch(
                     engine,
@@ -148,8 +188,17 @@ pub(crate) fn factor(
             }
         }
         if p + w < n {
-            if plan.panel.tensor_trailing {
-                tensor_update(engine, plan, p, w, &buf)?;
+            if ahead {
+                // The bulk waits for this panel only; the next panel's
+                // columns are updated on the side stream once the previous
+                // bulk (which covered them too) is done.
+                let next = NB.min(n - p - w);
+                engine.main_waits_side()?;
+                engine.side_waits_main()?;
+                tensor_update(engine, side, plan, p, w, (0, next), &buf)?;
+                tensor_update(engine, stream, plan, p, w, (next, n - p - w), &buf)?;
+            } else if plan.panel.tensor_trailing {
+                tensor_update(engine, stream, plan, p, w, (0, n - p - w), &buf)?;
             } else {
                 trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
             }
@@ -158,15 +207,22 @@ pub(crate) fn factor(
         // the first update the rest).
         buf.src = h;
     }
+    if ahead {
+        engine.main_waits_side()?;
+    }
     Ok(())
 }
 
-/// `A_t -= V (T^T (V^T A_t))` right of panel `p` on the tensor cores.
+/// `A_t -= V (T^T (V^T A_t))` right of panel `p` on the tensor cores, on
+/// `stream`, for the trailing columns `cols.0..cols.1` (counted from the
+/// first one right of the panel).
 fn tensor_update(
     engine: &Engine,
+    stream: &CudaStream,
     plan: &Plan,
     p: usize,
     w: usize,
+    cols: (usize, usize),
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
     let (shape, prefetch, warps) = (
@@ -175,9 +231,16 @@ fn tensor_update(
         plan.panel.tensor_warps,
     );
     let n = shape.n();
-    let (nrow, c0) = (n - p, p + w);
+    // The kernel finds a tile's column as panel_col + 32 + its offset, so a
+    // range that starts further right is passed as a later panel column
+    // (which only ever skips tiles that lie right of the zero columns).
+    let (nrow, c0) = (n - p, p + w + cols.0);
+    let ntrail = cols.1 - cols.0;
+    if ntrail == 0 {
+        return Ok(());
+    }
     // The grid is one-dimensional: keep blocks per launch far inside u32.
-    let tiles = (n - c0).div_ceil(32).max(1);
+    let tiles = ntrail.div_ceil(32).max(1);
     let per_launch = (i32::MAX as usize / tiles).clamp(1, MAX_MATS_PER_LAUNCH);
     for mat0 in (0..shape.batch()).step_by(per_launch) {
         let mats = per_launch.min(shape.batch() - mat0);
@@ -191,9 +254,17 @@ fn tensor_update(
             t: buf.t + (mat0 * NB * NB * 4) as u64,
             t_stride: NB * NB,
             zcol: buf.zcol + (mat0 * 4) as u64,
-            panel_col: p,
+            panel_col: p + cols.0,
         };
-        trailing_tc::launch(engine, &op, (nrow, n - c0, w), mats, prefetch, warps)?;
+        trailing_tc::launch(
+            engine,
+            stream,
+            &op,
+            (nrow, ntrail, w),
+            mats,
+            prefetch,
+            warps,
+        )?;
     }
     Ok(())
 }

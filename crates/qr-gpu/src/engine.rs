@@ -5,7 +5,8 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys::{cublasHandle_t, cublasMath_t};
-use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
+use cudarc::driver::sys::CUevent_flags;
+use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream};
 use qr_core::QrError;
 
 use crate::error::{DriverContext, blas};
@@ -14,12 +15,22 @@ use crate::module_cache::ModuleCache;
 use crate::probe::{self, DeviceInfo};
 use crate::workspace::{Staging, Workspace};
 
+/// A second stream and the two events that order it against the main one
+/// (each event is recorded again only after the wait on it is queued).
+#[derive(Debug)]
+struct SideStream {
+    stream: Arc<CudaStream>,
+    to_side: CudaEvent,
+    to_main: CudaEvent,
+}
+
 /// Everything long-lived that the kernels and libraries need.
 #[derive(Debug)]
 pub(crate) struct Engine {
     info: DeviceInfo,
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
+    side: SideStream,
     blas: CudaBlas,
     cache: ModuleCache,
     workspace: Mutex<Workspace>,
@@ -37,6 +48,16 @@ impl Engine {
         // itself, so cudarc's per-buffer events are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("creating the engine's stream")?;
+        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .ctx("querying the stream priorities")?;
+        let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        let side = SideStream {
+            stream: ctx
+                .new_stream_with_priority(greatest)
+                .ctx("creating the engine's priority stream")?,
+            to_side: ctx.new_event(flags).ctx("creating an event")?,
+            to_main: ctx.new_event(flags).ctx("creating an event")?,
+        };
         let cublas = blas(CudaBlas::new(stream.clone()), "creating the cuBLAS handle")?;
         // Full float32 products: the default math mode, never TF32, whose
         // 10-bit mantissa would break the factor-residual gate.
@@ -55,6 +76,7 @@ impl Engine {
             info,
             ctx,
             stream,
+            side,
             blas: cublas,
             cache: ModuleCache::default(),
             workspace: Mutex::new(Workspace::default()),
@@ -75,6 +97,37 @@ impl Engine {
     /// The stream every operation is queued on.
     pub(crate) fn stream(&self) -> &Arc<CudaStream> {
         &self.stream
+    }
+
+    /// The highest-priority stream, for the blocked paths' critical chain
+    /// (panels) beside the trailing updates on `stream`.
+    pub(crate) fn side_stream(&self) -> &Arc<CudaStream> {
+        &self.side.stream
+    }
+
+    /// Makes the side stream wait for everything queued on the main stream.
+    pub(crate) fn side_waits_main(&self) -> Result<(), QrError> {
+        self.side
+            .to_side
+            .record(&self.stream)
+            .ctx("recording an event")?;
+        self.side
+            .stream
+            .wait(&self.side.to_side)
+            .ctx("waiting on an event")?;
+        Ok(())
+    }
+
+    /// Makes the main stream wait for everything queued on the side stream.
+    pub(crate) fn main_waits_side(&self) -> Result<(), QrError> {
+        self.side
+            .to_main
+            .record(&self.side.stream)
+            .ctx("recording an event")?;
+        self.stream
+            .wait(&self.side.to_main)
+            .ctx("waiting on an event")?;
+        Ok(())
     }
 
     /// The raw cuBLAS handle (bound to the engine's stream).

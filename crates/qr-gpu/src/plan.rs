@@ -101,6 +101,9 @@ pub struct PanelPlan {
     /// Whether the shared-memory panel kernel takes four columns per lane
     /// (`Tuning::panel_quad`; only without clusters).
     pub quad: bool,
+    /// Whether panels run ahead of the bulk of the trailing updates on a
+    /// second stream (`Tuning::look_ahead`).
+    pub look_ahead: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
 }
@@ -322,6 +325,7 @@ pub fn plan(
             push_meet: tuning.cluster_push_meet,
             row_pairs: tuning.panel_row_pairs,
             quad: tuning.panel_quad,
+            look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
         },
         reason,

@@ -73,6 +73,12 @@ pub struct Tuning {
     /// (a warp instruction covers four rows). Off: not measured yet
     /// (`bench_suite --sweep --only "panel quad"`).
     pub panel_quad: bool,
+    /// Tensor-core paths without a global meeting: each panel and the
+    /// update of the next panel's columns run on a priority stream while
+    /// the rest of the previous update runs on the main one, so that the
+    /// latency-bound panel overlaps the bulk update. Off: not measured yet
+    /// (`bench_suite --sweep --only "look ahead"`).
+    pub look_ahead: bool,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
     /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
@@ -106,6 +112,7 @@ impl Default for Tuning {
             cluster_push_meet: true,
             panel_row_pairs: false,
             panel_quad: false,
+            look_ahead: false,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
         }

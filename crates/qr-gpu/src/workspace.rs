@@ -77,6 +77,10 @@ pub(crate) struct Workspace {
     pub v: Buf<f32>,
     /// T of the current panel, per matrix 32 x 32.
     pub t: Buf<f32>,
+    /// With look-ahead, V of every second panel (n x 32 per matrix).
+    pub v2: Buf<f32>,
+    /// With look-ahead, T of every second panel (32 x 32 per matrix).
+    pub t2: Buf<f32>,
     /// V^T A of the trailing update, per matrix 32 x n.
     pub w: Buf<f32>,
     /// T^T V^T A, per matrix 32 x n.

@@ -201,6 +201,43 @@ fn panel_variant(
     Ok(())
 }
 
+/// Panels running ahead on the priority stream (`Tuning::look_ahead`):
+/// on the blocked and cluster strategies, sizes around one, two and three
+/// panels and every distribution, each bitwise equal to the single-stream
+/// result (the same operations in the same order per element).
+fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let plain = (**g).clone().with_strategy(Some(s));
+        let ahead = plain.clone().with_tuning(qr_gpu::Tuning {
+            look_ahead: true,
+            ..qr_gpu::Tuning::default()
+        });
+        let mut specs: Vec<_> = [33, 63, 64, 65, 96, 97, 200, 512, 1000]
+            .into_iter()
+            .enumerate()
+            .map(|(i, n)| {
+                let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+                (spec(batch_for(n), n, 2.0, case), i)
+            })
+            .collect();
+        specs.extend(
+            Case::all()
+                .enumerate()
+                .map(|(i, case)| (spec(3, 300, 0.0, case), 20 + i)),
+        );
+        for (sp, i) in specs {
+            let a = generate(&sp, 1300 + i as u64);
+            gate(&ahead, sp.shape()?, &a, &format!("{s} look ahead {sp}"))?;
+            let one = geqrf(&ahead, sp.shape()?, &a)?;
+            let two = geqrf(&plain, sp.shape()?, &a)?;
+            if one.h != two.h || one.tau != two.tau || one.info != two.info {
+                return Err(format!("{s} look ahead {sp}: differs from one stream").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps` 4;
 /// the default picks them only for batches of many waves) on every panel
 /// strategy: sizes around its row and column steps, every distribution,
@@ -575,7 +612,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 13] = [
+    let plain: [(&str, Test); 14] = [
         ("sgemm_trailing", sgemm_trailing),
         (
             "forced_out_of_range_is_an_error",
@@ -591,6 +628,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("tensor_warps_4", tensor_warps_4),
         ("panel_row_pairs", panel_row_pairs),
         ("panel_quad", panel_quad),
+        ("look_ahead", look_ahead),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),

@@ -1,7 +1,7 @@
 //! Launcher of the panel factorization of the `blocked` and `large` paths.
 
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
-use cudarc::driver::{CudaFunction, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
@@ -132,11 +132,11 @@ pub(crate) fn function(
     Ok(f)
 }
 
-/// One panel launch: columns `p..p + w` of matrices `mat0..mat0 + mats`, rows
-/// split over `groups` blocks per matrix.
+/// One panel launch on `stream`: columns `p..p + w` of matrices
+/// `mat0..mat0 + mats`, rows split over `groups` blocks per matrix.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
-    engine: &Engine,
+    stream: &CudaStream,
     f: &CudaFunction,
     threads: u32,
     meeting: Meeting,
@@ -156,7 +156,7 @@ pub(crate) fn launch(
         shared_mem_bytes: (chunk * ROW_BYTES) as u32,
     };
     let (n, p, w, g, m0) = (n as i32, p as i32, w as i32, groups as i32, mat0 as i32);
-    let mut b = engine.stream().launch_builder(f);
+    let mut b = stream.launch_builder(f);
     b.arg(&buf.h)
         .arg(&buf.src)
         .arg(&buf.zcol)

@@ -1,7 +1,7 @@
 //! Launcher of the fused tensor-core trailing update (launch contract:
 //! `README.md` beside the kernel; measurements: `docs/perf/trailing_tc.md`).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
@@ -96,6 +96,7 @@ pub(crate) struct Operands {
 /// `warps` (4 or 8) warps.
 pub(crate) fn launch(
     engine: &Engine,
+    stream: &CudaStream,
     op: &Operands,
     (nrow, ntrail, w): (usize, usize, usize),
     mats: usize,
@@ -122,7 +123,7 @@ pub(crate) fn launch(
     let (lda, nrow_i, ntrail_i, w_i) = (int(op.lda)?, int(nrow)?, int(ntrail)?, int(w)?);
     let panel_col = int(op.panel_col)?;
     let (sa, sv, st) = (op.a_stride as i64, op.v_stride as i64, op.t_stride as i64);
-    let mut b = engine.stream().launch_builder(&f);
+    let mut b = stream.launch_builder(&f);
     b.arg(&op.a)
         .arg(&op.src)
         .arg(&sa)
