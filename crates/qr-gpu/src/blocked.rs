@@ -133,11 +133,7 @@ pub(crate) fn factor(
     // V / T buffers: update k still reads its V and T while panel k + 1
     // writes the next. Every element sees the same operations in the same
     // order either way, so the bits do not change.
-    let ahead = plan.panel.look_ahead
-        && f.is_some()
-        && plan.panel.tensor_trailing
-        && meeting != Meeting::Global
-        && n > NB;
+    let ahead = plan.runs_ahead() && n > NB;
     let vt = if ahead {
         Some((
             ws.v2.ensure(stream, batch * n * NB)?,

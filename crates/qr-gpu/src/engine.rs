@@ -44,8 +44,10 @@ impl Engine {
         let info = probe::probe_device(ordinal)?;
         probe::check_cublas()?;
         let ctx = CudaContext::new(ordinal).ctx("creating the CUDA context")?;
-        // SAFETY: the engine uses a single stream and orders every access
-        // itself, so cudarc's per-buffer events are not needed.
+        // SAFETY: the engine orders every access itself (its main stream,
+        // and the side stream that blocked.rs orders against it by events
+        // and joins back before returning), so cudarc's per-buffer events
+        // are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("creating the engine's stream")?;
         let (_, greatest) = cudarc::driver::result::stream::get_priority_range()

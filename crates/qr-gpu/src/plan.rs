@@ -149,6 +149,20 @@ impl Plan {
     }
 }
 
+impl Plan {
+    /// Whether the panels run ahead of the bulk trailing updates on the
+    /// priority stream: with `Tuning::look_ahead`, the shared-memory panel
+    /// and the tensor-core update, and no global meeting (whose cooperative
+    /// launch needs its blocks resident at once).
+    pub fn runs_ahead(&self) -> bool {
+        self.strategy != Strategy::Smem
+            && self.panel.look_ahead
+            && self.panel.tensor_trailing
+            && self.panel.rows_per_thread == 0
+            && self.panel.meeting(self.strategy) != panel::Meeting::Global
+    }
+}
+
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let how = if self.forced { "forced" } else { "chosen" };
@@ -166,7 +180,7 @@ impl fmt::Display for Plan {
             _ => write!(
                 f,
                 "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix{}, \
-                 trailing update on {}; {}",
+                 trailing update on {}{}; {}",
                 self.strategy,
                 self.shape,
                 self.panel.groups,
@@ -180,9 +194,17 @@ impl fmt::Display for Plan {
                     String::new()
                 },
                 if self.panel.tensor_trailing {
-                    "tensor cores (tf32 3-pass)"
+                    format!(
+                        "tensor cores (tf32 3-pass, {}-warp blocks)",
+                        self.panel.tensor_warps
+                    )
                 } else {
-                    "cuBLAS SGEMM"
+                    "cuBLAS SGEMM".to_string()
+                },
+                if self.runs_ahead() {
+                    ", panels ahead of it on a priority stream"
+                } else {
+                    ""
                 },
                 self.reason
             ),
@@ -239,9 +261,9 @@ fn tensor_warps(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> u32 {
         8 => 8,
         _ => {
             let tiles = shape.n().saturating_sub(32).div_ceil(trailing_tc::BN);
-            let blocks = shape.batch() * tiles;
+            let blocks = shape.batch().saturating_mul(tiles);
             let slots = (device.sm_count * trailing_tc::resident_blocks(8)).max(1) as usize;
-            if blocks >= slots * tuning.tensor_warps4_min_waves as usize {
+            if blocks >= slots.saturating_mul(tuning.tensor_warps4_min_waves as usize) {
                 4
             } else {
                 8
@@ -441,6 +463,8 @@ mod tests {
         assert_eq!(at(640, 512).panel.tensor_warps, 4);
         assert_eq!(at(60, 1024).panel.tensor_warps, 8);
         assert_eq!(at(2, 4096).panel.tensor_warps, 8);
+        assert!(at(640, 512).runs_ahead() && at(8, 2048).runs_ahead());
+        assert!(!at(20, 32).runs_ahead() && !at(1, 16384).runs_ahead());
         assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(60, 1024).panel.groups, 4);
         assert_eq!(at(40, 352).panel.groups, 4);
