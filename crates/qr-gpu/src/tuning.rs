@@ -13,7 +13,8 @@ pub struct Tuning {
     /// n = 176; 64..128 takes 4, not measured separately).
     pub smem_tpc: [u32; 3],
     /// Largest `n` dispatched to `smem` even when a larger matrix would fit
-    /// one block's shared memory; larger orders take `blocked`. 144: at
+    /// one block's shared memory; larger orders take `cluster` (few
+    /// matrices) or `blocked`. 144: at
     /// batch 40 on the H200, `smem` won at n = 96 and 144 and lost from 160
     /// on (docs/perf/qr-gpu.md, table "smem crossover", session 7).
     pub smem_max_n: usize,
@@ -70,8 +71,9 @@ pub struct Tuning {
     pub panel_row_pairs: bool,
     /// `blocked` path: each lane of the shared-memory panel kernel updates
     /// four adjacent columns of a row with 16-byte shared-memory accesses
-    /// (a warp instruction covers four rows). Off: not measured yet
-    /// (`bench_suite --sweep --only "panel quad"`).
+    /// (a warp instruction covers four rows). Off: 4% slower at n = 176 and
+    /// within 1% at 352 and 512 on the H200 (docs/perf/qr-gpu.md, table
+    /// "panel quad", session 7).
     pub panel_quad: bool,
     /// Tensor-core paths without a global meeting: each panel and the
     /// update of the next panel's columns run on a priority stream while
