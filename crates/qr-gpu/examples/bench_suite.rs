@@ -84,6 +84,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// One sweep row: case, knob label, forced strategy, tuning.
+type Variant = (&'static str, String, Option<Strategy>, Tuning);
+
+/// Adds `knob` with `tuning` (and `strat` forced) on each of `specs`.
+fn add(
+    variants: &mut Vec<Variant>,
+    specs: &[&'static str],
+    knob: String,
+    strat: Option<Strategy>,
+    tuning: &Tuning,
+) {
+    for &sp in specs {
+        variants.push((sp, knob.clone(), strat, tuning.clone()));
+    }
+}
+
 /// Times tuning variants on the shapes each knob matters for.
 fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     let opts = BenchOptions {
@@ -95,52 +111,63 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         flush_bytes: 256 << 20,
     };
     let base = Tuning::default();
-    let mut variants: Vec<(&str, String, Option<Strategy>, Tuning)> = Vec::new();
+    let mut variants: Vec<Variant> = Vec::new();
     for tpc in [1u32, 2, 4, 8] {
         let t = Tuning {
             smem_tpc: [tpc; 3],
             ..base.clone()
         };
-        for sp in ["20,32,1,dense", "40,176,1,dense"] {
-            variants.push((
-                sp,
-                format!("smem tpc {tpc}"),
-                Some(Strategy::Smem),
-                t.clone(),
-            ));
-        }
+        add(
+            &mut variants,
+            &["20,32,1,dense", "40,176,1,dense"],
+            format!("smem tpc {tpc}"),
+            Some(Strategy::Smem),
+            &t,
+        );
     }
     for prefetch in [false, true] {
         let t = Tuning {
             tensor_prefetch: prefetch,
             ..base.clone()
         };
-        for sp in ["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"] {
-            variants.push((sp, format!("tensor prefetch {prefetch}"), None, t.clone()));
-        }
+        add(
+            &mut variants,
+            &["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"],
+            format!("tensor prefetch {prefetch}"),
+            None,
+            &t,
+        );
     }
     for warps in [8u32, 4] {
         let t = Tuning {
             tensor_warps: warps,
             ..base.clone()
         };
-        for sp in [
-            "640,512,2,dense",
-            "60,1024,2,dense",
-            "8,2048,1,dense",
-            "2,4096,1,dense",
-        ] {
-            variants.push((sp, format!("tensor warps {warps}"), None, t.clone()));
-        }
+        add(
+            &mut variants,
+            &[
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("tensor warps {warps}"),
+            None,
+            &t,
+        );
     }
     for tensor in [true, false] {
         let t = Tuning {
             tensor_trailing: tensor,
             ..base.clone()
         };
-        for sp in ["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"] {
-            variants.push((sp, format!("tensor trailing {tensor}"), None, t.clone()));
-        }
+        add(
+            &mut variants,
+            &["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"],
+            format!("tensor trailing {tensor}"),
+            None,
+            &t,
+        );
     }
     for rpt in [0u32, 1, 2, 4] {
         let t = Tuning {
@@ -171,36 +198,34 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             blocked_panel_threads: th,
             ..base.clone()
         };
-        for sp in ["40,352,1,dense", "640,512,2,dense", "60,1024,2,dense"] {
-            variants.push((
-                sp,
-                format!("blocked threads {th}"),
-                Some(Strategy::Blocked),
-                t.clone(),
-            ));
-        }
+        add(
+            &mut variants,
+            &["40,352,1,dense", "640,512,2,dense", "60,1024,2,dense"],
+            format!("blocked threads {th}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
     }
     // Where the whole-matrix shared-memory kernel stops beating the
     // blocked path (`Tuning::smem_max_n`).
-    for sp in [
-        "40,96,1,dense",
-        "40,128,1,dense",
-        "40,144,1,dense",
-        "40,160,1,dense",
-        "40,176,1,dense",
-        "40,208,1,dense",
-        "40,240,1,dense",
-        "40,288,1,dense",
-        "40,352,1,dense",
-    ] {
-        for strat in [Strategy::Smem, Strategy::Blocked, Strategy::Cluster] {
-            variants.push((
-                sp,
-                format!("smem crossover {strat}"),
-                Some(strat),
-                base.clone(),
-            ));
-        }
+    for strat in [Strategy::Smem, Strategy::Blocked, Strategy::Cluster] {
+        add(
+            &mut variants,
+            &[
+                "40,96,1,dense",
+                "40,128,1,dense",
+                "40,144,1,dense",
+                "40,160,1,dense",
+                "40,176,1,dense",
+                "40,208,1,dense",
+                "40,240,1,dense",
+                "40,288,1,dense",
+                "40,352,1,dense",
+            ],
+            format!("smem crossover {strat}"),
+            Some(strat),
+            &base,
+        );
     }
     for (k, per_sm, th) in [
         (2u32, 8u32, 256u32),
@@ -217,97 +242,100 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             cluster_min_rows: 32,
             ..base.clone()
         };
-        for sp in [
-            "40,352,1,dense",
-            "60,1024,2,dense",
-            "8,2048,1,dense",
-            "2,4096,1,dense",
-        ] {
-            variants.push((
-                sp,
-                format!("cluster max blocks {k}, threads {th}"),
-                Some(Strategy::Cluster),
-                t.clone(),
-            ));
-        }
+        add(
+            &mut variants,
+            &[
+                "40,352,1,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("cluster max blocks {k}, threads {th}"),
+            Some(Strategy::Cluster),
+            &t,
+        );
     }
     for pairs in [false, true] {
         let t = Tuning {
             panel_row_pairs: pairs,
             ..base.clone()
         };
-        for sp in [
-            "40,176,1,dense",
-            "40,352,1,dense",
-            "640,512,2,dense",
-            "60,1024,2,dense",
-        ] {
-            variants.push((
-                sp,
-                format!("panel row pairs {pairs}"),
-                Some(Strategy::Blocked),
-                t.clone(),
-            ));
-        }
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+            ],
+            format!("panel row pairs {pairs}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
     }
     for quad in [false, true] {
         let t = Tuning {
             panel_quad: quad,
             ..base.clone()
         };
-        for sp in [
-            "40,176,1,dense",
-            "40,352,1,dense",
-            "640,512,2,dense",
-            "60,1024,2,dense",
-            "8,2048,1,dense",
-        ] {
-            variants.push((
-                sp,
-                format!("panel quad {quad}"),
-                Some(Strategy::Blocked),
-                t.clone(),
-            ));
-        }
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+            ],
+            format!("panel quad {quad}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
     }
     for ahead in [false, true] {
         let t = Tuning {
             look_ahead: ahead,
             ..base.clone()
         };
-        for sp in [
-            "40,176,1,dense",
-            "40,352,1,dense",
-            "640,512,2,dense",
-            "60,1024,2,dense",
-            "8,2048,1,dense",
-            "2,4096,1,dense",
-        ] {
-            variants.push((sp, format!("look ahead {ahead}"), None, t.clone()));
-        }
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("look ahead {ahead}"),
+            None,
+            &t,
+        );
     }
     for push in [false, true] {
         let t = Tuning {
             cluster_push_meet: push,
             ..base.clone()
         };
-        for sp in [
-            "40,352,1,dense",
-            "60,1024,2,dense",
-            "8,2048,1,dense",
-            "2,4096,1,dense",
-        ] {
-            variants.push((
-                sp,
-                format!("cluster push meet {push}"),
-                Some(Strategy::Cluster),
-                t.clone(),
-            ));
-        }
+        add(
+            &mut variants,
+            &[
+                "40,352,1,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("cluster push meet {push}"),
+            Some(Strategy::Cluster),
+            &t,
+        );
     }
-    for sp in ["8,2048,1,dense", "2,4096,1,dense"] {
-        variants.push((sp, "large".to_string(), Some(Strategy::Large), base.clone()));
-    }
+    add(
+        &mut variants,
+        &["8,2048,1,dense", "2,4096,1,dense"],
+        "large".to_string(),
+        Some(Strategy::Large),
+        &base,
+    );
     // `--only A,B` keeps the variants whose knob mentions A or B.
     let args: Vec<String> = std::env::args().collect();
     if let Some(only) = args

@@ -93,11 +93,7 @@ pub(crate) fn factor(
             engine,
             threads,
             meeting,
-            panel::Variant {
-                push: plan.panel.push_meet,
-                pairs: plan.panel.row_pairs,
-                quad: plan.panel.quad,
-            },
+            plan.panel.variant(),
             max_rows,
         )?)
     };

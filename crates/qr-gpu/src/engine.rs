@@ -24,6 +24,14 @@ struct SideStream {
     to_main: CudaEvent,
 }
 
+/// Queues on `waiter` a wait for the work queued on `other` so far, through
+/// `event` (re-recorded: a wait already queued on it keeps its point).
+fn wait_for(waiter: &CudaStream, other: &CudaStream, event: &CudaEvent) -> Result<(), QrError> {
+    event.record(other).ctx("recording an event")?;
+    waiter.wait(event).ctx("waiting on an event")?;
+    Ok(())
+}
+
 /// Everything long-lived that the kernels and libraries need.
 #[derive(Debug)]
 pub(crate) struct Engine {
@@ -109,27 +117,12 @@ impl Engine {
 
     /// Makes the side stream wait for everything queued on the main stream.
     pub(crate) fn side_waits_main(&self) -> Result<(), QrError> {
-        self.side
-            .to_side
-            .record(&self.stream)
-            .ctx("recording an event")?;
-        self.side
-            .stream
-            .wait(&self.side.to_side)
-            .ctx("waiting on an event")?;
-        Ok(())
+        wait_for(&self.side.stream, &self.stream, &self.side.to_side)
     }
 
     /// Makes the main stream wait for everything queued on the side stream.
     pub(crate) fn main_waits_side(&self) -> Result<(), QrError> {
-        self.side
-            .to_main
-            .record(&self.side.stream)
-            .ctx("recording an event")?;
-        self.stream
-            .wait(&self.side.to_main)
-            .ctx("waiting on an event")?;
-        Ok(())
+        wait_for(&self.stream, &self.side.stream, &self.side.to_main)
     }
 
     /// The raw cuBLAS handle (bound to the engine's stream).

@@ -139,11 +139,7 @@ impl Plan {
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
                 self.panel.threads,
                 self.panel.meeting(self.strategy),
-                panel::Variant {
-                    push: self.panel.push_meet,
-                    pairs: self.panel.row_pairs,
-                    quad: self.panel.quad,
-                },
+                self.panel.variant(),
             ),
         }
     }
@@ -219,6 +215,15 @@ impl PanelPlan {
             Strategy::Cluster => panel::Meeting::Cluster(self.groups),
             _ if self.groups <= 1 => panel::Meeting::Alone,
             _ => panel::Meeting::Global,
+        }
+    }
+
+    /// The shared-memory panel kernel's variant this plan compiles.
+    pub(crate) fn variant(&self) -> panel::Variant {
+        panel::Variant {
+            push: self.push_meet,
+            pairs: self.row_pairs,
+            quad: self.quad,
         }
     }
 }

@@ -102,33 +102,50 @@ fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         cluster_push_meet: false,
         ..qr_gpu::Tuning::default()
     });
-    let mut specs: Vec<_> = [33, 240, 513, 1000, 2048, 4096]
-        .into_iter()
+    let specs = sizes_and_cases(&[33, 240, 513, 1000, 2048, 4096], (2, 700, 2.0), 10);
+    same_bits(&push, &pull, &specs, 900, "cluster push meet")
+}
+
+/// Specs at orders `ns` (condition 2, cycling through the qr_v2 cases),
+/// then every case at `(batch, n, cond)`; each with its input's seed offset
+/// (`cases_from` on for the second group).
+fn sizes_and_cases(
+    ns: &[usize],
+    (batch, n, cond): (usize, usize, f64),
+    cases_from: usize,
+) -> Vec<(Spec, usize)> {
+    let mut specs: Vec<_> = ns
+        .iter()
         .enumerate()
-        .map(|(i, n)| {
-            (
-                spec(
-                    batch_for(n),
-                    n,
-                    2.0,
-                    Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()],
-                ),
-                i,
-            )
+        .map(|(i, &n)| {
+            let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+            (spec(batch_for(n), n, 2.0, case), i)
         })
         .collect();
     specs.extend(
         Case::all()
             .enumerate()
-            .map(|(i, case)| (spec(2, 700, 2.0, case), 10 + i)),
+            .map(|(i, case)| (spec(batch, n, cond, case), cases_from + i)),
     );
+    specs
+}
+
+/// Gates `variant` on every spec (input seeded `seed` plus its offset) and
+/// requires its H, tau and info bitwise equal to `reference`'s.
+fn same_bits(
+    variant: &GpuBackend,
+    reference: &GpuBackend,
+    specs: &[(Spec, usize)],
+    seed: u64,
+    label: &str,
+) -> Result<(), Failed> {
     for (sp, i) in specs {
-        let a = generate(&sp, 900 + i as u64);
-        gate(&push, sp.shape()?, &a, &format!("cluster push meet {sp}"))?;
-        let one = geqrf(&push, sp.shape()?, &a)?;
-        let two = geqrf(&pull, sp.shape()?, &a)?;
-        if one.h != two.h || one.tau != two.tau {
-            return Err(format!("cluster push meet {sp}: differs from the pull meeting").into());
+        let a = generate(sp, seed + *i as u64);
+        gate(variant, sp.shape()?, &a, &format!("{label} {sp}"))?;
+        let one = geqrf(variant, sp.shape()?, &a)?;
+        let two = geqrf(reference, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau || one.info != two.info {
+            return Err(format!("{label} {sp}: differs from the reference").into());
         }
     }
     Ok(())
@@ -212,28 +229,8 @@ fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             look_ahead: true,
             ..qr_gpu::Tuning::default()
         });
-        let mut specs: Vec<_> = [33, 63, 64, 65, 96, 97, 200, 512, 1000]
-            .into_iter()
-            .enumerate()
-            .map(|(i, n)| {
-                let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
-                (spec(batch_for(n), n, 2.0, case), i)
-            })
-            .collect();
-        specs.extend(
-            Case::all()
-                .enumerate()
-                .map(|(i, case)| (spec(3, 300, 0.0, case), 20 + i)),
-        );
-        for (sp, i) in specs {
-            let a = generate(&sp, 1300 + i as u64);
-            gate(&ahead, sp.shape()?, &a, &format!("{s} look ahead {sp}"))?;
-            let one = geqrf(&ahead, sp.shape()?, &a)?;
-            let two = geqrf(&plain, sp.shape()?, &a)?;
-            if one.h != two.h || one.tau != two.tau || one.info != two.info {
-                return Err(format!("{s} look ahead {sp}: differs from one stream").into());
-            }
-        }
+        let specs = sizes_and_cases(&[33, 63, 64, 65, 96, 97, 200, 512, 1000], (3, 300, 0.0), 20);
+        same_bits(&ahead, &plain, &specs, 1300, &format!("{s} look ahead"))?;
     }
     Ok(())
 }

@@ -105,6 +105,22 @@ struct Meet {
     unsigned long long* mbar;  // push meetings: this block's two mbarriers (one per slot)
 };
 
+#if PANEL_CLUSTER > 0
+// The end of a cluster meeting, in warp 0: adds the blocks' values `x` in
+// block order (or takes their max), publishes the total and the owner's row
+// value `rv` of lane `lane`, and lane `r` forms reflector r.
+template <bool use_max>
+__device__ __forceinline__ void meet_total(const double (&x)[PANEL_CLUSTER], float rv, int lane,
+                                           int r, double* tot, float* rowv, Reflector* rf) {
+    double s = 0.0;
+#pragma unroll
+    for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
+    tot[lane] = s;
+    rowv[lane] = rv;
+    if (lane == r) *rf = make_reflector(rv, s);
+}
+#endif
+
 // Adds lane `lane`'s value `t` over the matrix's blocks (or takes the max when
 // `use_max`), and fetches lane `lane` of `owner`'s row `rv`. Called by every
 // thread of the block; `t`, `rv` are read from warp 0 only; the results land
@@ -151,13 +167,7 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         double x[PANEL_CLUSTER];
 #pragma unroll
         for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = xpart[slot][q * PANEL_NB + lane];
-        const float rv_owner = xrow[slot][lane];
-        double s = 0.0;
-#pragma unroll
-        for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
-        tot[lane] = s;
-        rowv[lane] = rv_owner;
-        if (lane == r) *rf = make_reflector(rv_owner, s);
+        meet_total<use_max>(x, xrow[slot][lane], lane, r, tot, rowv, rf);
     }
 #elif PANEL_CLUSTER > 0
     if (warp == 0) {
@@ -170,13 +180,8 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         double x[PANEL_CLUSTER];
 #pragma unroll
         for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = cluster_ld_f64(&xpart[slot][lane], (u32)q);
-        const float rv_owner = cluster_ld_f32(&xrow[slot][lane], (u32)owner);
-        double s = 0.0;
-#pragma unroll
-        for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
-        tot[lane] = s;
-        rowv[lane] = rv_owner;
-        if (lane == r) *rf = make_reflector(rv_owner, s);
+        meet_total<use_max>(x, cluster_ld_f32(&xrow[slot][lane], (u32)owner), lane, r, tot, rowv,
+                            rf);
     }
 #else
     const long long sl = (long long)mt.m * 2 + slot;
