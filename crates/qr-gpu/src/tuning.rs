@@ -18,10 +18,20 @@ pub struct Tuning {
     /// batch 40 on the H200, `smem` won at n = 96 and 144 and lost from 160
     /// on (docs/perf/qr-gpu.md, table "smem crossover", session 7).
     pub smem_max_n: usize,
+    /// `smem` strategy: the kernel that meets once per column (every
+    /// thread forms the reflector from sums the previous column's update
+    /// left behind) instead of three times. Table "smem one barrier"
+    /// (docs/perf/qr-gpu.md, session 8).
+    pub smem_one_barrier: bool,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
     pub blocked_panel_threads: u32,
+    /// `blocked` path, one block per matrix: panel rows per warp that size
+    /// each panel's block (powers of two from 2 warps up to
+    /// `blocked_panel_threads`); 0 keeps `blocked_panel_threads` for every
+    /// panel. Table "panel rows per warp" (docs/perf/qr-gpu.md, session 8).
+    pub blocked_panel_rows_per_warp: u32,
     /// Block size of the panel kernel on the `large` path (rows split over
     /// several blocks). Table "panel block size".
     pub large_panel_threads: u32,
@@ -101,7 +111,9 @@ impl Default for Tuning {
         Self {
             smem_tpc: [8, 4, 4],
             smem_max_n: 144,
+            smem_one_barrier: true,
             blocked_panel_threads: 256,
+            blocked_panel_rows_per_warp: 0,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),
             cluster_panel_threads: 256,

@@ -179,6 +179,62 @@ fn panel_quad(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Panel blocks sized by panel height (`Tuning::blocked_panel_rows_per_warp`)
+/// at 8 and 32 rows per warp: see `panel_variant`.
+fn panel_rows_per_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for rpw in [8, 32] {
+        let tuning = qr_gpu::Tuning {
+            blocked_panel_rows_per_warp: rpw,
+            ..qr_gpu::Tuning::default()
+        };
+        let label = format!("panel rows per warp {rpw}");
+        panel_variant(g, &tuning, Strategy::Blocked, &label, 1400)?;
+    }
+    Ok(())
+}
+
+/// The `smem` kernel with three barriers per column
+/// (`Tuning::smem_one_barrier` off; the strategy tests run the default):
+/// sizes up to the shared-memory limit, every distribution, inputs of
+/// 1e-30s and 1e+30s, a zero column, and two runs bitwise identical.
+fn smem_three_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let b = (**g)
+        .clone()
+        .with_tuning(qr_gpu::Tuning {
+            smem_one_barrier: false,
+            ..qr_gpu::Tuning::default()
+        })
+        .with_strategy(Some(Strategy::Smem));
+    for (i, n) in sizes(g, Strategy::Smem).into_iter().enumerate() {
+        let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+        let sp = spec(batch_for(n), n, 2.0, case);
+        let a = generate(&sp, 1500 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("smem three barriers {sp}"))?;
+    }
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, 150, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 1600 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("smem three barriers {sp}"))?;
+    }
+    let sp = spec(2, 97, 1.0, Case::Dense);
+    for scale in [1e-30f32, 1e30] {
+        let mut a: Vec<f32> = generate(&sp, 21).iter().map(|x| x * scale).collect();
+        a.iter_mut().skip(40).step_by(97).for_each(|x| *x = 0.0);
+        gate(
+            &b,
+            sp.shape()?,
+            &a,
+            &format!("smem three barriers times {scale:e}"),
+        )?;
+        let one = geqrf(&b, sp.shape()?, &a)?;
+        let two = geqrf(&b, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau {
+            return Err("smem three barriers: two runs differ".into());
+        }
+    }
+    Ok(())
+}
+
 /// A panel-kernel variant on strategy `s`: sizes around the 16-column
 /// switch, the row groups and block limits, every distribution, inputs of
 /// 1e-30s, and two runs bitwise identical.
@@ -224,9 +280,15 @@ fn panel_variant(
 /// result (the same operations in the same order per element).
 fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for s in [Strategy::Blocked, Strategy::Cluster] {
-        let plain = (**g).clone().with_strategy(Some(s));
-        let ahead = plain.clone().with_tuning(qr_gpu::Tuning {
-            look_ahead: true,
+        let ahead = (**g)
+            .clone()
+            .with_strategy(Some(s))
+            .with_tuning(qr_gpu::Tuning {
+                look_ahead: true,
+                ..qr_gpu::Tuning::default()
+            });
+        let plain = ahead.clone().with_tuning(qr_gpu::Tuning {
+            look_ahead: false,
             ..qr_gpu::Tuning::default()
         });
         let specs = sizes_and_cases(&[33, 63, 64, 65, 96, 97, 200, 512, 1000], (3, 300, 0.0), 20);
@@ -609,8 +671,10 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 14] = [
+    let plain: [(&str, Test); 16] = [
         ("sgemm_trailing", sgemm_trailing),
+        ("panel_rows_per_warp", panel_rows_per_warp),
+        ("smem_three_barriers", smem_three_barriers),
         (
             "forced_out_of_range_is_an_error",
             forced_out_of_range_is_an_error,

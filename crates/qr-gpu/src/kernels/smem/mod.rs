@@ -10,17 +10,20 @@ use crate::error::DriverContext;
 use crate::plan::Plan;
 
 const HOUSEHOLDER: &str = "smem_householder_f32";
+const ONE_BARRIER: &str = "smem_onebarrier_f32";
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "smem",
     source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
-    entries: &[HOUSEHOLDER],
+    entries: &[HOUSEHOLDER, ONE_BARRIER],
     defines: &["SMEM_TPC"],
 };
 
-/// Dynamic shared memory for one `n x n` matrix with the odd leading dimension.
+/// Dynamic shared memory for one `n x n` matrix with the odd leading
+/// dimension, and the one-barrier kernel's two pivot columns and two rows
+/// of sums (the three-barrier kernel leaves them unused).
 pub(crate) fn smem_bytes(n: usize) -> usize {
-    n * (n | 1) * std::mem::size_of::<f32>()
+    (n * (n | 1) + 4 * n) * std::mem::size_of::<f32>()
 }
 
 /// The `-D` defines of this family for `tpc` threads per column.
@@ -40,13 +43,18 @@ pub(crate) fn launch(
     info: u64,
 ) -> Result<(), QrError> {
     let (shape, tpc, threads) = (plan.shape, plan.tpc, plan.threads);
-    let f = engine.function(&SOURCE, &defines(tpc), HOUSEHOLDER)?;
+    let entry = if plan.one_barrier {
+        ONE_BARRIER
+    } else {
+        HOUSEHOLDER
+    };
+    let f = engine.function(&SOURCE, &defines(tpc), entry)?;
     let smem = smem_bytes(shape.n());
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         smem as i32,
     )
-    .ctx("raising the shared-memory limit of smem_householder_f32")?;
+    .ctx(&format!("raising the shared-memory limit of {entry}"))?;
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(shape.batch())?, 1, 1),
         block_dim: (threads, 1, 1),
@@ -59,6 +67,6 @@ pub(crate) fn launch(
     // `info` batch ints; the
     // block size is a multiple of `tpc` and the dynamic shared memory is the
     // matrix's padded size, as the kernel expects.
-    unsafe { b.launch(cfg) }.ctx("launching smem_householder_f32")?;
+    unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }

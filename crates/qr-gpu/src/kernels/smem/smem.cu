@@ -1,6 +1,8 @@
 // Unblocked Householder QR with the whole matrix in shared memory: one block
 // per matrix, SMEM_TPC threads per column (a power of two up to 32) so that a
-// block of a few hundred threads keeps enough warps in flight.
+// block of a few hundred threads keeps enough warps in flight. Two kernels:
+// smem_householder_f32 (three block barriers per column) and
+// smem_onebarrier_f32 (one; described above it).
 //
 // The matrix is stored row-major with an odd leading dimension (n | 1): the
 // SMEM_TPC lanes of a column group read one column down consecutive rows, and
@@ -39,6 +41,75 @@ __device__ __forceinline__ int smem_nonfinite(float x) {
     return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
 }
 
+
+// Loads matrix blockIdx.x into s (leading dimension lda) scaled by 2^-ex,
+// the power of two that brings its largest entry into [0.5, 1). A matrix
+// holding a NaN or an infinity is flagged (info 1) and NaN-filled instead
+// (the block owns the whole matrix, so it does the batch-wide helpers' work
+// of util.cu itself); false then, for the whole block.
+__device__ bool smem_load_scaled(const float* am, float* hm, float* taum, int* info, float* s,
+                                 int n, int lda, double* scratch, int& ex) {
+    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
+    float amax = 0.0f;
+    int bad = 0;
+    for (int idx = tid; idx < n * n; idx += nt) {
+        const float x = am[idx];
+        s[(idx / n) * lda + idx % n] = x;
+        amax = fmaxf(amax, fabsf(x));
+        bad |= smem_nonfinite(x);
+    }
+    if (__syncthreads_or(bad)) {
+        const float nan = qr_nan_f32();
+        for (int idx = tid; idx < n * n; idx += nt) hm[idx] = nan;
+        for (int i = tid; i < n; i += nt) taum[i] = nan;
+        if (tid == 0) info[blockIdx.x] = 1;
+        return false;
+    }
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) scratch[tid >> 5] = (double)amax;
+    __syncthreads();
+    float m = 0.0f;
+    for (int w = 0; w < (nt + 31) >> 5; ++w) m = fmaxf(m, (float)scratch[w]);
+    ex = 0;
+    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
+    for (int idx = tid; idx < n * n; idx += nt) {
+        float* e = s + (idx / n) * lda + idx % n;
+        *e = ldexpf(*e, -ex);
+    }
+    __syncthreads();
+    return true;
+}
+
+// Writes the factored matrix (R scaled back by 2^ex) and info. A finite
+// matrix whose R or reflectors do not fit float32, or a non-finite tau
+// (`bad`), is flagged OVERFLOW (info 2) and NaN-filled, as
+// util_overflow_f32 does.
+__device__ void smem_store(const float* s, float* hm, float* taum, int* info, int n, int lda,
+                           int ex, int bad) {
+    const int tid = threadIdx.x, nt = blockDim.x;
+    for (int idx = tid; idx < n * n; idx += nt) {
+        const int i = idx / n, c = idx % n;
+        const float x = s[i * lda + c];
+        bad |= smem_nonfinite(i <= c ? ldexpf(x, ex) : x);
+    }
+    const bool overflow = __syncthreads_or(bad) != 0;
+    const float nan = qr_nan_f32();
+    for (int idx = tid; idx < n * n; idx += nt) {
+        const int i = idx / n, c = idx % n;
+        const float x = s[i * lda + c];
+        hm[idx] = overflow ? nan : (i <= c ? ldexpf(x, ex) : x);
+    }
+    if (overflow)
+        for (int i = tid; i < n; i += nt) taum[i] = nan;
+    if (tid == 0) info[blockIdx.x] = overflow ? 2 : 0;
+}
+
+// Sum over the SMEM_TPC lanes of a column group, in a fixed order.
+__device__ __forceinline__ float group_sum(float p, u32 gmask) {
+    for (int o = 1; o < SMEM_TPC; o <<= 1) p += __shfl_xor_sync(gmask, p, o);
+    return p;
+}
+
 extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
                                                 float* __restrict__ h,
                                                 float* __restrict__ tau,
@@ -61,36 +132,8 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
     float* hm = h + off;
     float* taum = tau + (long long)blockIdx.x * n;
 
-    float amax = 0.0f;
-    int bad = 0;
-    for (int idx = tid; idx < n * n; idx += nt) {
-        const float x = am[idx];
-        s[(idx / n) * lda + idx % n] = x;
-        amax = fmaxf(amax, fabsf(x));
-        bad |= smem_nonfinite(x);
-    }
-    // The block owns the whole matrix, so it also does the batch-wide
-    // helpers' work (util.cu): a non-finite input is flagged (info 1) and
-    // NaN-filled without being factored, in this one launch.
-    if (__syncthreads_or(bad)) {
-        const float nan = qr_nan_f32();
-        for (int idx = tid; idx < n * n; idx += nt) hm[idx] = nan;
-        for (int i = tid; i < n; i += nt) taum[i] = nan;
-        if (tid == 0) info[blockIdx.x] = 1;
-        return;
-    }
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (lane == 0) scratch[tid >> 5] = (double)amax;
-    __syncthreads();
-    float m = 0.0f;
-    for (int w = 0; w < (nt + 31) >> 5; ++w) m = fmaxf(m, (float)scratch[w]);
-    int ex = 0;
-    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
-    for (int idx = tid; idx < n * n; idx += nt) {
-        float* e = s + (idx / n) * lda + idx % n;
-        *e = ldexpf(*e, -ex);
-    }
-    __syncthreads();
+    int ex = 0, bad = 0;
+    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, scratch, ex)) return;
 
     float part = 0.0f;
     for (int i = 1 + tid; i < n; i += nt) {
@@ -148,8 +191,7 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
                     p1 = fmaf(s[(i + SMEM_TPC) * lda + j], s[(i + SMEM_TPC) * lda + k], p1);
                 }
                 if (i < n) p0 = fmaf(s[i * lda + j], s[i * lda + k], p0);
-                float p = p0 + p1;
-                for (int o = 1; o < SMEM_TPC; o <<= 1) p += __shfl_xor_sync(gmask, p, o);
+                const float p = group_sum(p0 + p1, gmask);
                 const float w = t * (rj + p);
                 if (sub == 0) s[j * lda + k] = rj - w;
                 // Four rows loaded before any is stored: the compiler cannot
@@ -190,21 +232,158 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
         __syncthreads();
     }
 
-    // A finite matrix whose R or reflectors do not fit float32 is flagged
-    // OVERFLOW (info 2) and NaN-filled, as util_overflow_f32 does.
-    for (int idx = tid; idx < n * n; idx += nt) {
-        const int i = idx / n, c = idx % n;
-        const float x = s[i * lda + c];
-        bad |= smem_nonfinite(i <= c ? ldexpf(x, ex) : x);
+    smem_store(s, hm, taum, info, n, lda, ex, bad);
+}
+
+// One block barrier per column. Step j reads what step j - 1 left behind:
+//   piv[j&1][i]  column j as updated by step j - 1 (rows >= j), and at
+//                row j - 1 that column's R entry;
+//   sums[j&1][k] sum over rows i > j of piv[j&1][i] * A[i][k] for k >= j:
+//                at k = j that is ||x[1..]||^2, at k > j it gives
+//                v^T A[., k] = A[j][k] + scale * sums[k] (v = scale * x
+//                below row j, 1 at row j), so reflector j and every
+//                column's coefficient follow without another reduction.
+// Every thread forms reflector j itself (the same bits everywhere); column
+// j goes to its place (R entry, beta, v); each column group updates its
+// columns k > j and, in the same pass, sums the next step's products with
+// the updated column j + 1, which every group computes for itself from
+// column j + 1 as it stood at the start of the step. That column is
+// therefore not written in place during the step: its owner writes it (and
+// its row-j R entry) to piv[(j+1)&1] instead, and the next step moves it
+// into place. Everything a step reads was written before the barrier that
+// ends the previous step, and what it writes is read only after the barrier
+// that ends it.
+//
+// Range and tiny norms as in smem_householder_f32: a scaled squared norm
+// under SMEM_TINY is recomputed in double by the block (a uniform branch).
+extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const float* __restrict__ a,
+                                               float* __restrict__ h,
+                                               float* __restrict__ tau,
+                                               int* __restrict__ info, int n) {
+    extern __shared__ float s[];  // the matrix, then piv[2][n], then sums[2][n]
+    __shared__ double scratch[32];
+
+    const int lda = n | 1;
+    const int tid = threadIdx.x, nt = blockDim.x;
+    const int sub = tid & (SMEM_TPC - 1);
+    const int grp = tid / SMEM_TPC;
+    const int ngrp = nt / SMEM_TPC;
+    const u32 gmask = group_mask(tid & 31);
+    const long long off = (long long)blockIdx.x * n * n;
+    const float* am = a + off;
+    float* hm = h + off;
+    float* taum = tau + (long long)blockIdx.x * n;
+    float* piv = s + n * lda;
+    float* sums = piv + 2 * n;
+
+    int ex = 0, bad = 0;
+    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, scratch, ex)) return;
+
+    // Step 0's inputs: column 0 and its products with every column.
+    for (int i = tid; i < n; i += nt) piv[i] = s[i * lda];
+    for (int k = grp; k < n; k += ngrp) {
+        float p = 0.0f;
+        for (int i = 1 + sub; i < n; i += SMEM_TPC) p = fmaf(s[i * lda], s[i * lda + k], p);
+        p = group_sum(p, gmask);
+        if (sub == 0) sums[k] = p;
     }
-    const bool overflow = __syncthreads_or(bad) != 0;
-    const float nan = qr_nan_f32();
-    for (int idx = tid; idx < n * n; idx += nt) {
-        const int i = idx / n, c = idx % n;
-        const float x = s[i * lda + c];
-        hm[idx] = overflow ? nan : (i <= c ? ldexpf(x, ex) : x);
+    __syncthreads();
+
+    for (int j = 0; j < n; ++j) {
+        const float* pc = piv + (j & 1) * n;
+        float* pn = piv + ((j + 1) & 1) * n;
+        const float* sc = sums + (j & 1) * n;
+        float* sn = sums + ((j + 1) & 1) * n;
+        double xn2 = (double)sc[j];
+        // sc[j] is shared, so the whole block takes this branch or none.
+        if (xn2 < SMEM_TINY) {
+            double q = 0.0;
+            for (int i = j + 1 + tid; i < n; i += nt) {
+                const double x = (double)pc[i];
+                q += x * x;
+            }
+            xn2 = block_sum_f64(q, scratch);
+        }
+        const Reflector rf = make_reflector(pc[j], xn2);
+        if (tid == 0) {
+            taum[j] = rf.tau;
+            bad |= smem_nonfinite(rf.tau);
+        }
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+        // redone in double, so a float32 scale is exact to rounding. With
+        // tau = 0 the columns keep their bits (negative zeros included).
+        const bool fast = fabs(rf.scale) < 1.0e30;
+        const float fs = (float)rf.scale;
+
+        // Column j to its place: row j - 1's R entry, beta, v (or x as it
+        // is when tau = 0). Nothing else touches column j during this step.
+        for (int i = max(j - 1, 0) + tid; i < n; i += nt) {
+            const float x = pc[i];
+            float y = x;
+            if (i == j && rf.tau != 0.0f) y = rf.beta;
+            if (i > j && rf.tau != 0.0f) y = fast ? x * fs : (float)((double)x * rf.scale);
+            s[i * lda + j] = y;
+        }
+
+        const int lo = j + 1;
+        if (lo < n) {
+            // Coefficient of column j + 1, which every group updates for itself.
+            const float wn =
+                rf.tau == 0.0f
+                    ? 0.0f
+                    : (float)((double)rf.tau * ((double)s[j * lda + lo] + rf.scale * (double)sc[lo]));
+            for (int k = lo + grp; k < n; k += ngrp) {
+                const bool next = k == lo;
+                const float rk = s[j * lda + k];
+                const float wk =
+                    rf.tau == 0.0f
+                        ? 0.0f
+                        : (float)((double)rf.tau * ((double)rk + rf.scale * (double)sc[k]));
+                if (sub == 0) {
+                    if (next)
+                        pn[j] = rk - wk;
+                    else
+                        s[j * lda + k] = rk - wk;
+                }
+                float* dst = next ? pn : s + k;
+                const int dld = next ? 1 : lda;
+                float acc = 0.0f;
+                int i = lo + sub;
+                // Four rows loaded before any is stored: the compiler cannot
+                // prove the column-k stores miss the later rows' loads.
+                for (; i + 3 * SMEM_TPC < n; i += 4 * SMEM_TPC) {
+                    float x[4], y[4], z[4];
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int r = i + u * SMEM_TPC;
+                        x[u] = pc[r];
+                        y[u] = s[r * lda + lo];
+                        z[u] = s[r * lda + k];
+                    }
+#pragma unroll
+                    for (int u = 0; u < 4; ++u) {
+                        const int r = i + u * SMEM_TPC;
+                        const float v = fast ? x[u] * fs : (float)((double)x[u] * rf.scale);
+                        const float yn = rf.tau == 0.0f ? y[u] : fmaf(-v, wn, y[u]);
+                        const float zn = rf.tau == 0.0f ? z[u] : fmaf(-v, wk, z[u]);
+                        dst[r * dld] = zn;
+                        acc = fmaf(r > lo ? yn : 0.0f, zn, acc);
+                    }
+                }
+                for (; i < n; i += SMEM_TPC) {
+                    const float v = fast ? pc[i] * fs : (float)((double)pc[i] * rf.scale);
+                    const float y = s[i * lda + lo], z = s[i * lda + k];
+                    const float yn = rf.tau == 0.0f ? y : fmaf(-v, wn, y);
+                    const float zn = rf.tau == 0.0f ? z : fmaf(-v, wk, z);
+                    dst[i * dld] = zn;
+                    acc = fmaf(i > lo ? yn : 0.0f, zn, acc);
+                }
+                acc = group_sum(acc, gmask);
+                if (sub == 0) sn[k] = acc;
+            }
+        }
+        __syncthreads();
     }
-    if (overflow)
-        for (int i = tid; i < n; i += nt) taum[i] = nan;
-    if (tid == 0) info[blockIdx.x] = overflow ? 2 : 0;
+
+    smem_store(s, hm, taum, info, n, lda, ex, bad);
 }
