@@ -206,9 +206,17 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    for one in [false, true] {
+    for (one, regs, tpc) in [
+        (false, false, 4),
+        (true, false, 4),
+        (true, true, 2),
+        (true, true, 4),
+        (true, true, 8),
+    ] {
         let t = Tuning {
             smem_one_barrier: one,
+            smem_registers: regs,
+            smem_tpc: [if tpc == 4 { 8 } else { tpc }, tpc, tpc],
             ..base.clone()
         };
         add(
@@ -218,9 +226,11 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
                 "40,96,1,dense",
                 "40,144,1,dense",
                 "40,176,1,dense",
-                "40,240,1,dense",
+                "40,192,1,dense",
+                "40,208,1,dense",
+                "40,224,1,dense",
             ],
-            format!("smem one barrier {one}"),
+            format!("smem one barrier {one}, registers {regs}, tpc {tpc}"),
             Some(Strategy::Smem),
             &t,
         );

@@ -128,6 +128,10 @@ pub struct Plan {
     /// `Smem`: one block barrier per column (`Tuning::smem_one_barrier`)
     /// rather than three.
     pub one_barrier: bool,
+    /// `Smem`: rows per thread of the kernel that keeps every column in its
+    /// threads' registers (`Tuning::smem_registers`), 0 for a kernel with
+    /// the matrix in shared memory.
+    pub rows: u32,
     /// `Blocked`/`Large`: panel launch parameters.
     pub panel: PanelPlan,
     /// Why this strategy.
@@ -138,7 +142,7 @@ impl Plan {
     /// The `-D` defines this plan compiles its kernels with.
     pub fn defines(&self) -> Vec<(String, String)> {
         match self.strategy {
-            Strategy::Smem => smem::defines(self.tpc),
+            Strategy::Smem => smem::defines(self.tpc, self.rows),
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 panelreg::defines(self.panel.threads, self.panel.rows_per_thread, cluster)
@@ -172,14 +176,22 @@ impl fmt::Display for Plan {
         match self.strategy {
             Strategy::Smem => write!(
                 f,
-                "{} ({how}) for {}: {} threads, {} per column, {} block barrier(s) per column, \
-                 {} KiB shared memory; {}",
+                "{} ({how}) for {}: {} threads, {} per column, {}; {}",
                 self.strategy,
                 self.shape,
                 self.threads,
                 self.tpc,
-                if self.one_barrier { 1 } else { 3 },
-                smem::smem_bytes(self.shape.n()).div_ceil(1024),
+                match (self.rows, self.one_barrier) {
+                    (1.., _) => format!(
+                        "columns in registers ({} rows a thread), one block barrier per column",
+                        self.rows
+                    ),
+                    (0, one) => format!(
+                        "{} block barrier(s) per column, {} KiB shared memory",
+                        if one { 1 } else { 3 },
+                        smem::smem_bytes(self.shape.n()).div_ceil(1024)
+                    ),
+                },
                 self.reason
             ),
             _ => write!(
@@ -306,6 +318,27 @@ fn tensor_warps(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> u32 {
     }
 }
 
+/// Threads per column, rows per thread and block size of the register
+/// `smem` kernel for order `n`: one column per group of threads, so the
+/// block has n * tpc threads, each holding ceil(n / tpc) rows (rounded up to
+/// a multiple of 4, to bound the compiled variants). Starts from `tpc` and
+/// halves it (longer rows, fewer threads) until the block fits the register
+/// file; `None` when no split does.
+fn smem_registers(n: usize, tpc: u32) -> Option<(u32, u32, u32)> {
+    let mut tpc = tpc.max(1);
+    loop {
+        let rows = n.max(1).div_ceil(tpc as usize).next_multiple_of(4) as u32;
+        let threads = (n.max(1) * tpc as usize).next_multiple_of(32);
+        if threads <= smem::register_threads(rows) as usize {
+            return Some((tpc, rows, threads as u32));
+        }
+        if tpc == 1 {
+            return None;
+        }
+        tpc /= 2;
+    }
+}
+
 /// Largest `n` whose whole matrix fits one block's shared memory.
 pub fn smem_fit_n(device: &DeviceInfo) -> usize {
     let budget = device.smem_per_block_optin.saturating_sub(1024);
@@ -373,6 +406,7 @@ pub fn plan(
         tpc: 1,
         threads: 32,
         one_barrier: tuning.smem_one_barrier,
+        rows: 0,
         panel: PanelPlan {
             threads: tuning.blocked_panel_threads,
             groups: 1,
@@ -400,6 +434,11 @@ pub fn plan(
             }
             p.tpc = tuning.smem_tpc_for(n);
             p.threads = (n.max(1) * p.tpc as usize).next_multiple_of(32).min(1024) as u32;
+            if tuning.smem_registers
+                && let Some((tpc, rows, threads)) = smem_registers(n, p.tpc)
+            {
+                (p.tpc, p.rows, p.threads) = (tpc, rows, threads);
+            }
         }
         Strategy::Blocked => {
             if n > panel_rows {
@@ -573,6 +612,24 @@ mod tests {
     }
 
     #[test]
+    fn smem_register_blocks_fit_the_register_file() {
+        assert_eq!(smem_registers(176, 4), Some((4, 44, 704)));
+        assert_eq!(smem_registers(32, 8), Some((8, 4, 256)));
+        // 192 x 4 threads cannot hold 48 rows each: two threads per column.
+        assert_eq!(smem_registers(192, 4), Some((2, 96, 384)));
+        for n in 1..=240 {
+            for tpc in [1, 2, 4, 8, 16] {
+                if let Some((t, rows, threads)) = smem_registers(n, tpc) {
+                    assert!(t <= tpc && threads as usize >= n * t as usize);
+                    assert!(rows as usize * t as usize >= n && rows % 4 == 0);
+                    assert!(threads <= smem::register_threads(rows) && threads % 32 == 0);
+                }
+            }
+        }
+        assert_eq!(smem_registers(240, 4), None);
+    }
+
+    #[test]
     fn smem_blocks_are_whole_warps_of_whole_groups() {
         let d = h200();
         let t = Tuning::default();
@@ -581,9 +638,13 @@ mod tests {
             assert_eq!(p.threads % 32, 0);
             assert_eq!(p.threads % p.tpc, 0);
             assert!(p.threads <= 1024);
+            assert!(p.threads as usize >= n * p.tpc as usize || p.rows == 0);
             assert_eq!(
                 p.defines(),
-                vec![("SMEM_TPC".to_string(), p.tpc.to_string())]
+                vec![
+                    ("SMEM_TPC".to_string(), p.tpc.to_string()),
+                    ("SMEM_ROWS".to_string(), p.rows.to_string())
+                ]
             );
         }
     }

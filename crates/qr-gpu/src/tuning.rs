@@ -23,6 +23,11 @@ pub struct Tuning {
     /// left behind) instead of three times. Table "smem one barrier"
     /// (docs/perf/qr-gpu.md, session 8).
     pub smem_one_barrier: bool,
+    /// `smem` strategy: the one-barrier kernel with every column in its
+    /// threads' registers where the block fits the register file (else the
+    /// shared-memory kernels). Table "smem registers" (docs/perf/qr-gpu.md,
+    /// session 8).
+    pub smem_registers: bool,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
@@ -112,6 +117,7 @@ impl Default for Tuning {
             smem_tpc: [8, 4, 4],
             smem_max_n: 144,
             smem_one_barrier: true,
+            smem_registers: true,
             blocked_panel_threads: 256,
             blocked_panel_rows_per_warp: 0,
             large_panel_threads: 256,

@@ -193,43 +193,65 @@ fn panel_rows_per_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The `smem` kernel with three barriers per column
-/// (`Tuning::smem_one_barrier` off; the strategy tests run the default):
-/// sizes up to the shared-memory limit, every distribution, inputs of
-/// 1e-30s and 1e+30s, a zero column, and two runs bitwise identical.
-fn smem_three_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+/// The `smem` kernels that keep the matrix in shared memory, with three
+/// barriers per column and with one (`Tuning::smem_one_barrier`,
+/// `Tuning::smem_registers` off; the strategy tests run the default, the
+/// register kernel where it fits): see `smem_variant`.
+fn smem_shared_kernels(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for one_barrier in [false, true] {
+        let tuning = qr_gpu::Tuning {
+            smem_one_barrier: one_barrier,
+            smem_registers: false,
+            ..qr_gpu::Tuning::default()
+        };
+        let label = format!("smem one barrier {one_barrier}, shared memory");
+        smem_variant(g, &tuning, &label)?;
+    }
+    Ok(())
+}
+
+/// The register `smem` kernel at every threads-per-column split (forced
+/// through `Tuning::smem_tpc`; the planner halves it where the rows do not
+/// fit): see `smem_variant`.
+fn smem_registers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for tpc in [1, 2, 4, 8, 16] {
+        let tuning = qr_gpu::Tuning {
+            smem_tpc: [tpc; 3],
+            ..qr_gpu::Tuning::default()
+        };
+        smem_variant(g, &tuning, &format!("smem registers tpc {tpc}"))?;
+    }
+    Ok(())
+}
+
+/// An `smem` kernel variant: sizes up to the shared-memory limit, every
+/// distribution, inputs of 1e-30s and 1e+30s with a zero column, and two
+/// runs bitwise identical.
+fn smem_variant(g: &Arc<GpuBackend>, tuning: &qr_gpu::Tuning, label: &str) -> Result<(), Failed> {
     let b = (**g)
         .clone()
-        .with_tuning(qr_gpu::Tuning {
-            smem_one_barrier: false,
-            ..qr_gpu::Tuning::default()
-        })
+        .with_tuning(tuning.clone())
         .with_strategy(Some(Strategy::Smem));
     for (i, n) in sizes(g, Strategy::Smem).into_iter().enumerate() {
         let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
         let sp = spec(batch_for(n), n, 2.0, case);
         let a = generate(&sp, 1500 + i as u64);
-        gate(&b, sp.shape()?, &a, &format!("smem three barriers {sp}"))?;
+        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
     for (i, case) in Case::all().enumerate() {
         let sp = spec(3, 150, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
         let a = generate(&sp, 1600 + i as u64);
-        gate(&b, sp.shape()?, &a, &format!("smem three barriers {sp}"))?;
+        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
     let sp = spec(2, 97, 1.0, Case::Dense);
     for scale in [1e-30f32, 1e30] {
         let mut a: Vec<f32> = generate(&sp, 21).iter().map(|x| x * scale).collect();
         a.iter_mut().skip(40).step_by(97).for_each(|x| *x = 0.0);
-        gate(
-            &b,
-            sp.shape()?,
-            &a,
-            &format!("smem three barriers times {scale:e}"),
-        )?;
+        gate(&b, sp.shape()?, &a, &format!("{label} times {scale:e}"))?;
         let one = geqrf(&b, sp.shape()?, &a)?;
         let two = geqrf(&b, sp.shape()?, &a)?;
         if one.h != two.h || one.tau != two.tau {
-            return Err("smem three barriers: two runs differ".into());
+            return Err(format!("{label}: two runs differ").into());
         }
     }
     Ok(())
@@ -671,10 +693,11 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 16] = [
+    let plain: [(&str, Test); 17] = [
         ("sgemm_trailing", sgemm_trailing),
         ("panel_rows_per_warp", panel_rows_per_warp),
-        ("smem_three_barriers", smem_three_barriers),
+        ("smem_shared_kernels", smem_shared_kernels),
+        ("smem_registers", smem_registers),
         (
             "forced_out_of_range_is_an_error",
             forced_out_of_range_is_an_error,

@@ -11,12 +11,13 @@ use crate::plan::Plan;
 
 const HOUSEHOLDER: &str = "smem_householder_f32";
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
+const REGISTERS: &str = "smem_registers_f32";
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "smem",
     source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
-    entries: &[HOUSEHOLDER, ONE_BARRIER],
-    defines: &["SMEM_TPC"],
+    entries: &[HOUSEHOLDER, ONE_BARRIER, REGISTERS],
+    defines: &["SMEM_TPC", "SMEM_ROWS"],
 };
 
 /// Dynamic shared memory for one `n x n` matrix with the odd leading
@@ -26,9 +27,26 @@ pub(crate) fn smem_bytes(n: usize) -> usize {
     (n * (n | 1) + 4 * n) * std::mem::size_of::<f32>()
 }
 
-/// The `-D` defines of this family for `tpc` threads per column.
-pub(crate) fn defines(tpc: u32) -> Vec<(String, String)> {
-    vec![("SMEM_TPC".to_string(), tpc.to_string())]
+/// The `-D` defines of this family for `tpc` threads per column and `rows`
+/// rows per thread of the register kernel (0 when it is not used).
+pub(crate) fn defines(tpc: u32, rows: u32) -> Vec<(String, String)> {
+    vec![
+        ("SMEM_TPC".to_string(), tpc.to_string()),
+        ("SMEM_ROWS".to_string(), rows.to_string()),
+    ]
+}
+
+/// Largest block of the register kernel with `rows` rows per thread: whole
+/// warps of threads holding the rows and about 40 registers more
+/// (`SMEM_REG_THREADS` in smem.cu).
+pub(crate) fn register_threads(rows: u32) -> u32 {
+    (65_536 / (rows.max(1) + 40) / 32 * 32).min(1024)
+}
+
+/// Dynamic shared memory of the register kernel: its four buffers of two
+/// steps each, `rows * tpc` floats long.
+pub(crate) fn register_bytes(tpc: u32, rows: u32) -> usize {
+    8 * (rows * tpc) as usize * std::mem::size_of::<f32>()
 }
 
 /// Factors every matrix of `a` into `h`, `tau` and `info` (device
@@ -42,14 +60,13 @@ pub(crate) fn launch(
     tau: u64,
     info: u64,
 ) -> Result<(), QrError> {
-    let (shape, tpc, threads) = (plan.shape, plan.tpc, plan.threads);
-    let entry = if plan.one_barrier {
-        ONE_BARRIER
-    } else {
-        HOUSEHOLDER
+    let (shape, tpc, threads, rows) = (plan.shape, plan.tpc, plan.threads, plan.rows);
+    let (entry, smem) = match (rows, plan.one_barrier) {
+        (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
+        (0, true) => (ONE_BARRIER, smem_bytes(shape.n())),
+        (0, false) => (HOUSEHOLDER, smem_bytes(shape.n())),
     };
-    let f = engine.function(&SOURCE, &defines(tpc), entry)?;
-    let smem = smem_bytes(shape.n());
+    let f = engine.function(&SOURCE, &defines(tpc, rows), entry)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         smem as i32,
@@ -64,9 +81,11 @@ pub(crate) fn launch(
     let mut b = engine.stream().launch_builder(&f);
     b.arg(&a).arg(&h).arg(&tau).arg(&info).arg(&n);
     // SAFETY: `a` and `h` hold batch * n * n floats, `tau` batch * n and
-    // `info` batch ints; the
-    // block size is a multiple of `tpc` and the dynamic shared memory is the
-    // matrix's padded size, as the kernel expects.
+    // `info` batch ints; the block size is a multiple of `tpc` and the
+    // dynamic shared memory is what the chosen kernel expects (the matrix's
+    // padded size, or the register kernel's buffers), whose block of
+    // n * tpc threads holding `rows` rows each covers the matrix (the
+    // planner's `smem_registers` checks).
     unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }

@@ -1,8 +1,9 @@
 // Unblocked Householder QR with the whole matrix in shared memory: one block
 // per matrix, SMEM_TPC threads per column (a power of two up to 32) so that a
-// block of a few hundred threads keeps enough warps in flight. Two kernels:
-// smem_householder_f32 (three block barriers per column) and
-// smem_onebarrier_f32 (one; described above it).
+// block of a few hundred threads keeps enough warps in flight. Three kernels:
+// smem_householder_f32 (three block barriers per column),
+// smem_onebarrier_f32 (one) and smem_registers_f32 (one, and every column
+// in its group's registers); each is described above it.
 //
 // The matrix is stored row-major with an odd leading dimension (n | 1): the
 // SMEM_TPC lanes of a column group read one column down consecutive rows, and
@@ -25,6 +26,18 @@
 #error "SMEM_TPC (threads per column) must be defined by the plan"
 #endif
 
+#ifndef SMEM_ROWS
+#error "SMEM_ROWS (rows per thread of smem_registers_f32, 0 when it is not used) must be defined by the plan"
+#endif
+// Register array length of smem_registers_f32 (at least 1, so that the
+// other kernels' builds compile it too).
+#define SMEM_RT (SMEM_ROWS > 0 ? SMEM_ROWS : 1)
+// Largest block of smem_registers_f32: a whole multiple of 32 threads each
+// with the rows and about 40 registers more (the planner keeps to it, see
+// plan.rs `smem_register_threads`).
+#define SMEM_REG_THREADS_RAW (65536 / (SMEM_RT + 40) / 32 * 32)
+#define SMEM_REG_THREADS (SMEM_REG_THREADS_RAW > 1024 ? 1024 : SMEM_REG_THREADS_RAW)
+
 // 2^-60: below it a scaled squared norm may have lost bits to underflow.
 #define SMEM_TINY 8.673617379884035e-19
 
@@ -42,6 +55,32 @@ __device__ __forceinline__ int smem_nonfinite(float x) {
 }
 
 
+// NaN-fills matrix blockIdx.x's outputs and sets its info to `code`.
+__device__ void smem_nan_fill(float* hm, float* taum, int* info, int n, int code) {
+    const float nan = qr_nan_f32();
+    for (int idx = threadIdx.x; idx < n * n; idx += blockDim.x) hm[idx] = nan;
+    for (int i = threadIdx.x; i < n; i += blockDim.x) taum[i] = nan;
+    if (threadIdx.x == 0) info[blockIdx.x] = code;
+}
+
+// Largest `x` over the block (every thread gets it).
+__device__ float smem_block_max(float x, double* scratch) {
+    for (int o = 16; o > 0; o >>= 1) x = fmaxf(x, __shfl_xor_sync(0xffffffffu, x, o));
+    if ((threadIdx.x & 31) == 0) scratch[threadIdx.x >> 5] = (double)x;
+    __syncthreads();
+    float m = 0.0f;
+    for (int w = 0; w < (blockDim.x + 31) >> 5; ++w) m = fmaxf(m, (float)scratch[w]);
+    return m;
+}
+
+// The exponent that brings a largest entry `m` into [0.5, 1) (0 for zero
+// or non-finite `m`).
+__device__ int smem_exponent(float m) {
+    int ex = 0;
+    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
+    return ex;
+}
+
 // Loads matrix blockIdx.x into s (leading dimension lda) scaled by 2^-ex,
 // the power of two that brings its largest entry into [0.5, 1). A matrix
 // holding a NaN or an infinity is flagged (info 1) and NaN-filled instead
@@ -49,7 +88,7 @@ __device__ __forceinline__ int smem_nonfinite(float x) {
 // of util.cu itself); false then, for the whole block.
 __device__ bool smem_load_scaled(const float* am, float* hm, float* taum, int* info, float* s,
                                  int n, int lda, double* scratch, int& ex) {
-    const int tid = threadIdx.x, nt = blockDim.x, lane = tid & 31;
+    const int tid = threadIdx.x, nt = blockDim.x;
     float amax = 0.0f;
     int bad = 0;
     for (int idx = tid; idx < n * n; idx += nt) {
@@ -59,19 +98,10 @@ __device__ bool smem_load_scaled(const float* am, float* hm, float* taum, int* i
         bad |= smem_nonfinite(x);
     }
     if (__syncthreads_or(bad)) {
-        const float nan = qr_nan_f32();
-        for (int idx = tid; idx < n * n; idx += nt) hm[idx] = nan;
-        for (int i = tid; i < n; i += nt) taum[i] = nan;
-        if (tid == 0) info[blockIdx.x] = 1;
+        smem_nan_fill(hm, taum, info, n, 1);
         return false;
     }
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (lane == 0) scratch[tid >> 5] = (double)amax;
-    __syncthreads();
-    float m = 0.0f;
-    for (int w = 0; w < (nt + 31) >> 5; ++w) m = fmaxf(m, (float)scratch[w]);
-    ex = 0;
-    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
+    ex = smem_exponent(smem_block_max(amax, scratch));
     for (int idx = tid; idx < n * n; idx += nt) {
         float* e = s + (idx / n) * lda + idx % n;
         *e = ldexpf(*e, -ex);
@@ -92,16 +122,16 @@ __device__ void smem_store(const float* s, float* hm, float* taum, int* info, in
         const float x = s[i * lda + c];
         bad |= smem_nonfinite(i <= c ? ldexpf(x, ex) : x);
     }
-    const bool overflow = __syncthreads_or(bad) != 0;
-    const float nan = qr_nan_f32();
+    if (__syncthreads_or(bad)) {
+        smem_nan_fill(hm, taum, info, n, 2);
+        return;
+    }
     for (int idx = tid; idx < n * n; idx += nt) {
         const int i = idx / n, c = idx % n;
         const float x = s[i * lda + c];
-        hm[idx] = overflow ? nan : (i <= c ? ldexpf(x, ex) : x);
+        hm[idx] = i <= c ? ldexpf(x, ex) : x;
     }
-    if (overflow)
-        for (int i = tid; i < n; i += nt) taum[i] = nan;
-    if (tid == 0) info[blockIdx.x] = overflow ? 2 : 0;
+    if (tid == 0) info[blockIdx.x] = 0;
 }
 
 // Sum over the SMEM_TPC lanes of a column group, in a fixed order.
@@ -386,4 +416,164 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
     }
 
     smem_store(s, hm, taum, info, n, lda, ex, bad);
+}
+
+// smem_onebarrier_f32's steps with the matrix in registers: column group k
+// (SMEM_TPC threads) owns column k for the whole factorization, thread
+// `sub` of it rows sub + SMEM_TPC * t (t < SMEM_ROWS). Shared memory holds
+// only what step j needs of other columns, each written by its owner in
+// step j - 1:
+//   px[j&1][i]   column j as updated by step j - 1 (the pivot, rows > j - 1);
+//   py[j&1][i]   column j + 1 likewise, from which every group forms the
+//                updated column j + 1 for its sums;
+//   row[j&1][k]  row j of column k (for the coefficient of column k);
+//   sums[j&1][k] as in smem_onebarrier_f32.
+// Per step a thread reads two broadcast values per row and no shared-memory
+// traffic of its own column, which bounded smem_onebarrier_f32. The planner
+// uses it while the rows fit: threads = n * SMEM_TPC <= 1024 and
+// SMEM_ROWS >= ceil(n / SMEM_TPC).
+extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f32(const float* __restrict__ a,
+                                                                      float* __restrict__ h,
+                                                                      float* __restrict__ tau,
+                                                                      int* __restrict__ info,
+                                                                      int n) {
+    extern __shared__ float s[];  // px, py, row, sums: [2][np] each
+    __shared__ double scratch[32];
+    constexpr int np = SMEM_RT * SMEM_TPC;  // rows, padded with zeros
+    float* px = s;
+    float* py = px + 2 * np;
+    float* row = py + 2 * np;
+    float* sums = row + 2 * np;
+
+    const int tid = threadIdx.x;
+    const int sub = tid & (SMEM_TPC - 1);
+    const int k = tid / SMEM_TPC;  // this group's column (none when k >= n)
+    const u32 gmask = group_mask(tid & 31);
+    const long long off = (long long)blockIdx.x * n * n;
+    const float* am = a + off;
+    float* hm = h + off;
+    float* taum = tau + (long long)blockIdx.x * n;
+
+    float z[SMEM_RT];
+    float amax = 0.0f;
+    int bad = 0;
+#pragma unroll
+    for (int t = 0; t < SMEM_RT; ++t) {
+        const int r = sub + SMEM_TPC * t;
+        z[t] = k < n && r < n ? am[(long long)r * n + k] : 0.0f;
+        amax = fmaxf(amax, fabsf(z[t]));
+        bad |= smem_nonfinite(z[t]);
+    }
+    if (__syncthreads_or(bad)) {
+        smem_nan_fill(hm, taum, info, n, 1);
+        return;
+    }
+    const int ex = smem_exponent(smem_block_max(amax, scratch));
+    for (int i = tid; i < 8 * np; i += blockDim.x) s[i] = 0.0f;
+    __syncthreads();
+#pragma unroll
+    for (int t = 0; t < SMEM_RT; ++t) {
+        const int r = sub + SMEM_TPC * t;
+        z[t] = ldexpf(z[t], -ex);
+        if (k == 0) px[r] = z[t];
+        if (k == 1) py[r] = z[t];
+    }
+    if (sub == 0 && k < n) row[k] = z[0];
+    __syncthreads();
+    if (k < n) {
+        float p = 0.0f;
+#pragma unroll
+        for (int t = 0; t < SMEM_RT; ++t) {
+            const int r = sub + SMEM_TPC * t;
+            p = fmaf(r >= 1 ? px[r] : 0.0f, z[t], p);
+        }
+        p = group_sum(p, gmask);
+        if (sub == 0) sums[k] = p;
+    }
+    __syncthreads();
+
+    for (int j = 0; j < n; ++j) {
+        const int c = (j & 1) * np, d = np - c;  // this step's half, the next's
+        double xn2 = (double)sums[c + j];
+        // Shared, so the whole block takes this branch or none.
+        if (xn2 < SMEM_TINY) {
+            double q = 0.0;
+            for (int i = j + 1 + tid; i < n; i += blockDim.x) {
+                const double x = (double)px[c + i];
+                q += x * x;
+            }
+            xn2 = block_sum_f64(q, scratch);
+        }
+        const Reflector rf = make_reflector(px[c + j], xn2);
+        if (tid == 0) {
+            taum[j] = rf.tau;
+            bad |= smem_nonfinite(rf.tau);
+        }
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+        // redone in double, so a float32 scale is exact to rounding.
+        const bool fast = fabs(rf.scale) < 1.0e30;
+        const float fs = (float)rf.scale;
+        if (k == j && rf.tau != 0.0f) {
+            // The pivot's own group: beta and v, its final values.
+#pragma unroll
+            for (int t = 0; t < SMEM_RT; ++t) {
+                const int r = sub + SMEM_TPC * t;
+                if (r == j) z[t] = rf.beta;
+                if (r > j) z[t] = fast ? z[t] * fs : (float)((double)z[t] * rf.scale);
+            }
+        } else if (k > j && k < n) {
+            const int lo = j + 1;
+            const float wn = rf.tau == 0.0f ? 0.0f
+                                            : (float)((double)rf.tau *
+                                                      ((double)row[c + lo] +
+                                                       rf.scale * (double)sums[c + lo]));
+            const float wk = rf.tau == 0.0f ? 0.0f
+                                            : (float)((double)rf.tau *
+                                                      ((double)row[c + k] +
+                                                       rf.scale * (double)sums[c + k]));
+            float acc = 0.0f;
+#pragma unroll
+            for (int t = 0; t < SMEM_RT; ++t) {
+                const int r = sub + SMEM_TPC * t;
+                // Rows above j are final; a group's rows there are skipped
+                // (the test is uniform over the group but for one step of t).
+                if (SMEM_TPC * t + SMEM_TPC - 1 < j) continue;
+                if (r >= j && rf.tau != 0.0f) {
+                    const float x = px[c + r];
+                    const float v = r == j ? 1.0f
+                                           : (fast ? x * fs : (float)((double)x * rf.scale));
+                    z[t] = fmaf(-v, wk, z[t]);
+                    const float y = fmaf(-v, wn, py[c + r]);
+                    acc = fmaf(r > lo ? y : 0.0f, z[t], acc);
+                } else if (r > lo) {
+                    acc = fmaf(py[c + r], z[t], acc);
+                }
+                if (r == lo) row[d + k] = z[t];
+                if (k == lo && r > j) px[d + r] = z[t];
+                if (k == lo + 1 && r > j) py[d + r] = z[t];
+            }
+            acc = group_sum(acc, gmask);
+            if (sub == 0) sums[d + k] = acc;
+        }
+        __syncthreads();
+    }
+
+    // R goes back to the input's scale; overflow as in smem_store.
+    float o[SMEM_RT];
+#pragma unroll
+    for (int t = 0; t < SMEM_RT; ++t) {
+        const int r = sub + SMEM_TPC * t;
+        o[t] = r <= k ? ldexpf(z[t], ex) : z[t];
+        if (k < n && r < n) bad |= smem_nonfinite(o[t]);
+    }
+    if (__syncthreads_or(bad)) {
+        smem_nan_fill(hm, taum, info, n, 2);
+        return;
+    }
+#pragma unroll
+    for (int t = 0; t < SMEM_RT; ++t) {
+        const int r = sub + SMEM_TPC * t;
+        if (k < n && r < n) hm[(long long)r * n + k] = o[t];
+    }
+    if (tid == 0) info[blockIdx.x] = 0;
 }
