@@ -207,15 +207,15 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     for (one, regs, tpc) in [
-        (false, false, 4),
-        (true, false, 4),
-        (true, true, 2),
-        (true, true, 4),
-        (true, true, 8),
+        (false, 0, 4),
+        (true, 0, 4),
+        (true, 64, 2),
+        (true, 64, 4),
+        (true, 64, 8),
     ] {
         let t = Tuning {
             smem_one_barrier: one,
-            smem_registers: regs,
+            smem_register_max_rows: regs,
             smem_tpc: [if tpc == 4 { 8 } else { tpc }, tpc, tpc],
             ..base.clone()
         };
@@ -230,7 +230,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
                 "40,208,1,dense",
                 "40,224,1,dense",
             ],
-            format!("smem one barrier {one}, registers {regs}, tpc {tpc}"),
+            format!("smem one barrier {one}, register rows up to {regs}, tpc {tpc}"),
             Some(Strategy::Smem),
             &t,
         );

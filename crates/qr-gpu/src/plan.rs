@@ -129,9 +129,12 @@ pub struct Plan {
     /// rather than three.
     pub one_barrier: bool,
     /// `Smem`: rows per thread of the kernel that keeps every column in its
-    /// threads' registers (`Tuning::smem_registers`), 0 for a kernel with
+    /// threads' registers (`Tuning::smem_register_max_rows`), 0 for a kernel with
     /// the matrix in shared memory.
     pub rows: u32,
+    /// `Smem` with the matrix in shared memory: its leading dimension (the
+    /// one-barrier kernel's conflict-free padding where it fits, else n | 1).
+    pub lda: u32,
     /// `Blocked`/`Large`: panel launch parameters.
     pub panel: PanelPlan,
     /// Why this strategy.
@@ -189,7 +192,7 @@ impl fmt::Display for Plan {
                     (0, one) => format!(
                         "{} block barrier(s) per column, {} KiB shared memory",
                         if one { 1 } else { 3 },
-                        smem::smem_bytes(self.shape.n()).div_ceil(1024)
+                        smem::matrix_bytes(self.shape.n(), self.lda as usize).div_ceil(1024)
                     ),
                 },
                 self.reason
@@ -318,25 +321,16 @@ fn tensor_warps(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> u32 {
     }
 }
 
-/// Threads per column, rows per thread and block size of the register
-/// `smem` kernel for order `n`: one column per group of threads, so the
+/// Rows per thread and block size of the register `smem` kernel for order
+/// `n` at `tpc` threads per column: one column per group of threads, so the
 /// block has n * tpc threads, each holding ceil(n / tpc) rows (rounded up to
-/// a multiple of 4, to bound the compiled variants). Starts from `tpc` and
-/// halves it (longer rows, fewer threads) until the block fits the register
-/// file; `None` when no split does.
-fn smem_registers(n: usize, tpc: u32) -> Option<(u32, u32, u32)> {
-    let mut tpc = tpc.max(1);
-    loop {
-        let rows = n.max(1).div_ceil(tpc as usize).next_multiple_of(4) as u32;
-        let threads = (n.max(1) * tpc as usize).next_multiple_of(32);
-        if threads <= smem::register_threads(rows) as usize {
-            return Some((tpc, rows, threads as u32));
-        }
-        if tpc == 1 {
-            return None;
-        }
-        tpc /= 2;
-    }
+/// a multiple of 4, to bound the compiled variants); `None` when the block
+/// does not fit the register file.
+fn smem_registers(n: usize, tpc: u32) -> Option<(u32, u32)> {
+    let tpc = tpc.max(1) as usize;
+    let rows = n.max(1).div_ceil(tpc).next_multiple_of(4) as u32;
+    let threads = (n.max(1) * tpc).next_multiple_of(32);
+    (threads <= smem::register_threads(rows) as usize).then_some((rows, threads as u32))
 }
 
 /// Largest `n` whose whole matrix fits one block's shared memory.
@@ -407,6 +401,7 @@ pub fn plan(
         threads: 32,
         one_barrier: tuning.smem_one_barrier,
         rows: 0,
+        lda: 0,
         panel: PanelPlan {
             threads: tuning.blocked_panel_threads,
             groups: 1,
@@ -434,10 +429,19 @@ pub fn plan(
             }
             p.tpc = tuning.smem_tpc_for(n);
             p.threads = (n.max(1) * p.tpc as usize).next_multiple_of(32).min(1024) as u32;
-            if tuning.smem_registers
-                && let Some((tpc, rows, threads)) = smem_registers(n, p.tpc)
+            if let Some((rows, threads)) = smem_registers(n, p.tpc)
+                && rows <= tuning.smem_register_max_rows
             {
-                (p.tpc, p.rows, p.threads) = (tpc, rows, threads);
+                (p.rows, p.threads) = (rows, threads);
+            } else {
+                let padded = smem::padded_lda(n, p.tpc);
+                let fits = smem::matrix_bytes(n, padded)
+                    <= device.smem_per_block_optin.saturating_sub(1024);
+                p.lda = if tuning.smem_one_barrier && fits {
+                    padded
+                } else {
+                    n | 1
+                } as u32;
             }
         }
         Strategy::Blocked => {
@@ -613,20 +617,61 @@ mod tests {
 
     #[test]
     fn smem_register_blocks_fit_the_register_file() {
-        assert_eq!(smem_registers(176, 4), Some((4, 44, 704)));
-        assert_eq!(smem_registers(32, 8), Some((8, 4, 256)));
-        // 192 x 4 threads cannot hold 48 rows each: two threads per column.
-        assert_eq!(smem_registers(192, 4), Some((2, 96, 384)));
+        assert_eq!(smem_registers(32, 8), Some((4, 256)));
+        assert_eq!(smem_registers(176, 4), Some((44, 704)));
+        assert_eq!(smem_registers(192, 4), None);
         for n in 1..=240 {
             for tpc in [1, 2, 4, 8, 16] {
-                if let Some((t, rows, threads)) = smem_registers(n, tpc) {
-                    assert!(t <= tpc && threads as usize >= n * t as usize);
-                    assert!(rows as usize * t as usize >= n && rows % 4 == 0);
-                    assert!(threads <= smem::register_threads(rows) && threads % 32 == 0);
+                if let Some((rows, threads)) = smem_registers(n, tpc) {
+                    assert!(threads as usize >= n * tpc as usize && threads % 32 == 0);
+                    assert!(rows as usize * tpc as usize >= n && rows % 4 == 0);
+                    assert!(threads <= smem::register_threads(rows));
                 }
             }
         }
-        assert_eq!(smem_registers(240, 4), None);
+        // The default keeps the register kernel to its measured range.
+        let d = h200();
+        let t = Tuning::default();
+        let rows = |n| {
+            plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem))
+                .unwrap()
+                .rows
+        };
+        assert_eq!((rows(32), rows(63), rows(64), rows(120)), (4, 8, 0, 0));
+    }
+
+    #[test]
+    fn padded_rows_start_in_different_banks() {
+        for tpc in [2u32, 4, 8, 16, 32] {
+            for n in 1..=240 {
+                let lda = smem::padded_lda(n, tpc);
+                assert!(lda >= n && lda < n + 64 / tpc as usize);
+                // tpc consecutive rows by 32 / tpc adjacent columns: 32 banks.
+                let cols = 32 / tpc as usize;
+                let mut banks: Vec<usize> = (0..tpc as usize)
+                    .flat_map(|u| (0..cols).map(move |g| (u * lda + g) % 32))
+                    .collect();
+                banks.sort_unstable();
+                banks.dedup();
+                assert_eq!(banks.len(), 32, "n {n}, tpc {tpc}, lda {lda}");
+            }
+        }
+        let d = h200();
+        let p = plan(
+            Shape::new(3, 176).unwrap(),
+            &d,
+            &Tuning::default(),
+            Some(Strategy::Smem),
+        );
+        assert_eq!(p.unwrap().lda, 184);
+        // Padded, 238 would not fit: it keeps the odd leading dimension.
+        let p = plan(
+            Shape::new(3, 238).unwrap(),
+            &d,
+            &Tuning::default(),
+            Some(Strategy::Smem),
+        );
+        assert_eq!(p.unwrap().lda, 239);
     }
 
     #[test]

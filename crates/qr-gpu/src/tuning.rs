@@ -23,11 +23,13 @@ pub struct Tuning {
     /// left behind) instead of three times. Table "smem one barrier"
     /// (docs/perf/qr-gpu.md, session 8).
     pub smem_one_barrier: bool,
-    /// `smem` strategy: the one-barrier kernel with every column in its
-    /// threads' registers where the block fits the register file (else the
-    /// shared-memory kernels). Table "smem registers" (docs/perf/qr-gpu.md,
-    /// session 8).
-    pub smem_registers: bool,
+    /// `smem` strategy: most rows per thread of the one-barrier kernel that
+    /// keeps every column in its threads' registers; orders needing more
+    /// take the shared-memory kernels (0: never). 8: on the H200 it won at
+    /// n = 32 (4 or 8 rows: 29.9 vs 34.8 us) and lost from 12 rows on
+    /// (n = 96: 162.5 vs 149.8 us; 2.1x slower at n = 176), table "smem
+    /// registers" (docs/perf/qr-gpu.md, session 8).
+    pub smem_register_max_rows: u32,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
@@ -117,7 +119,7 @@ impl Default for Tuning {
             smem_tpc: [8, 4, 4],
             smem_max_n: 144,
             smem_one_barrier: true,
-            smem_registers: true,
+            smem_register_max_rows: 8,
             blocked_panel_threads: 256,
             blocked_panel_rows_per_warp: 0,
             large_panel_threads: 256,

@@ -195,13 +195,13 @@ fn panel_rows_per_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 
 /// The `smem` kernels that keep the matrix in shared memory, with three
 /// barriers per column and with one (`Tuning::smem_one_barrier`,
-/// `Tuning::smem_registers` off; the strategy tests run the default, the
-/// register kernel where it fits): see `smem_variant`.
+/// `Tuning::smem_register_max_rows` 0; the strategy tests run the default,
+/// the register kernel for small orders): see `smem_variant`.
 fn smem_shared_kernels(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for one_barrier in [false, true] {
         let tuning = qr_gpu::Tuning {
             smem_one_barrier: one_barrier,
-            smem_registers: false,
+            smem_register_max_rows: 0,
             ..qr_gpu::Tuning::default()
         };
         let label = format!("smem one barrier {one_barrier}, shared memory");
@@ -210,13 +210,13 @@ fn smem_shared_kernels(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The register `smem` kernel at every threads-per-column split (forced
-/// through `Tuning::smem_tpc`; the planner halves it where the rows do not
-/// fit): see `smem_variant`.
+/// The register `smem` kernel beyond its default range (up to 16 rows per
+/// thread at 4 and 8 threads per column): see `smem_variant`.
 fn smem_registers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for tpc in [1, 2, 4, 8, 16] {
+    for tpc in [4, 8] {
         let tuning = qr_gpu::Tuning {
             smem_tpc: [tpc; 3],
+            smem_register_max_rows: 16,
             ..qr_gpu::Tuning::default()
         };
         smem_variant(g, &tuning, &format!("smem registers tpc {tpc}"))?;
@@ -238,15 +238,16 @@ fn smem_variant(g: &Arc<GpuBackend>, tuning: &qr_gpu::Tuning, label: &str) -> Re
         let a = generate(&sp, 1500 + i as u64);
         gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
+    // Orders every smem kernel takes by default or in the tests' tunings.
     for (i, case) in Case::all().enumerate() {
-        let sp = spec(3, 150, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let sp = spec(3, 60, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
         let a = generate(&sp, 1600 + i as u64);
         gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
-    let sp = spec(2, 97, 1.0, Case::Dense);
+    let sp = spec(2, 57, 1.0, Case::Dense);
     for scale in [1e-30f32, 1e30] {
         let mut a: Vec<f32> = generate(&sp, 21).iter().map(|x| x * scale).collect();
-        a.iter_mut().skip(40).step_by(97).for_each(|x| *x = 0.0);
+        a.iter_mut().skip(20).step_by(57).for_each(|x| *x = 0.0);
         gate(&b, sp.shape()?, &a, &format!("{label} times {scale:e}"))?;
         let one = geqrf(&b, sp.shape()?, &a)?;
         let two = geqrf(&b, sp.shape()?, &a)?;

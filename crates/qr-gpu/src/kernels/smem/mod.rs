@@ -24,7 +24,26 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
 /// dimension, and the one-barrier kernel's two pivot columns and two rows
 /// of sums (the three-barrier kernel leaves them unused).
 pub(crate) fn smem_bytes(n: usize) -> usize {
-    (n * (n | 1) + 4 * n) * std::mem::size_of::<f32>()
+    matrix_bytes(n, n | 1)
+}
+
+/// `smem_bytes` for leading dimension `lda`.
+pub(crate) fn matrix_bytes(n: usize, lda: usize) -> usize {
+    (n * lda + 4 * n) * std::mem::size_of::<f32>()
+}
+
+/// The one-barrier kernel's conflict-free leading dimension for `tpc`
+/// threads per column: the least lda >= n with lda = 32 / tpc modulo
+/// 64 / tpc, so that the tpc consecutive rows a warp reads of its 32 / tpc
+/// adjacent columns start 32 / tpc banks apart (smem.cu's header). With
+/// one thread per column a warp reads one row: any lda works.
+pub(crate) fn padded_lda(n: usize, tpc: u32) -> usize {
+    let tpc = tpc.clamp(1, 32) as usize;
+    if tpc == 1 {
+        return n.max(1);
+    }
+    let (rem, modulus) = (32 / tpc, 64 / tpc);
+    n + (rem + modulus - n % modulus) % modulus
 }
 
 /// The `-D` defines of this family for `tpc` threads per column and `rows`
@@ -61,10 +80,11 @@ pub(crate) fn launch(
     info: u64,
 ) -> Result<(), QrError> {
     let (shape, tpc, threads, rows) = (plan.shape, plan.tpc, plan.threads, plan.rows);
+    let lda = plan.lda as usize;
     let (entry, smem) = match (rows, plan.one_barrier) {
         (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
-        (0, true) => (ONE_BARRIER, smem_bytes(shape.n())),
-        (0, false) => (HOUSEHOLDER, smem_bytes(shape.n())),
+        (0, true) => (ONE_BARRIER, matrix_bytes(shape.n(), lda)),
+        (0, false) => (HOUSEHOLDER, matrix_bytes(shape.n(), lda)),
     };
     let f = engine.function(&SOURCE, &defines(tpc, rows), entry)?;
     f.set_attribute(
@@ -77,15 +97,15 @@ pub(crate) fn launch(
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    let n = shape.n() as i32;
+    let (n, lda) = (shape.n() as i32, lda as i32);
     let mut b = engine.stream().launch_builder(&f);
-    b.arg(&a).arg(&h).arg(&tau).arg(&info).arg(&n);
+    b.arg(&a).arg(&h).arg(&tau).arg(&info).arg(&n).arg(&lda);
     // SAFETY: `a` and `h` hold batch * n * n floats, `tau` batch * n and
     // `info` batch ints; the block size is a multiple of `tpc` and the
     // dynamic shared memory is what the chosen kernel expects (the matrix's
     // padded size, or the register kernel's buffers), whose block of
     // n * tpc threads holding `rows` rows each covers the matrix (the
-    // planner's `smem_registers` checks).
+    // planner's `smem_registers` check).
     unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }

@@ -5,9 +5,14 @@
 // smem_onebarrier_f32 (one) and smem_registers_f32 (one, and every column
 // in its group's registers); each is described above it.
 //
-// The matrix is stored row-major with an odd leading dimension (n | 1): the
-// SMEM_TPC lanes of a column group read one column down consecutive rows, and
-// a stride coprime with the 32 banks puts those rows in different banks.
+// The matrix is stored row-major with leading dimension `lda` (a kernel
+// argument): n | 1 for the three-barrier kernel, whose SMEM_TPC lanes of a
+// column group read one column down consecutive rows, and a stride coprime
+// with the 32 banks puts those rows in different banks; for the one-barrier
+// kernel, where a warp reads SMEM_TPC consecutive rows of 32 / SMEM_TPC
+// adjacent columns, lda = 32 / SMEM_TPC (mod 64 / SMEM_TPC) when the padded
+// matrix fits, so that those 32 elements fall in 32 different banks (the
+// planner's `smem::padded_lda`).
 //
 // Step j: thread 0 forms the reflector of column j from the norm the previous
 // step left in s_xn2; the block scales column j into v; every column group
@@ -143,14 +148,13 @@ __device__ __forceinline__ float group_sum(float p, u32 gmask) {
 extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
                                                 float* __restrict__ h,
                                                 float* __restrict__ tau,
-                                                int* __restrict__ info, int n) {
+                                                int* __restrict__ info, int n, int lda) {
     extern __shared__ float s[];
     __shared__ double scratch[32];
     __shared__ double s_xn2;
     __shared__ float s_tau;
     __shared__ double s_scale;
 
-    const int lda = n | 1;
     const int tid = threadIdx.x, nt = blockDim.x;
     const int lane = tid & 31;
     const int sub = tid & (SMEM_TPC - 1);
@@ -289,11 +293,10 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
 extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const float* __restrict__ a,
                                                float* __restrict__ h,
                                                float* __restrict__ tau,
-                                               int* __restrict__ info, int n) {
+                                               int* __restrict__ info, int n, int lda) {
     extern __shared__ float s[];  // the matrix, then piv[2][n], then sums[2][n]
     __shared__ double scratch[32];
 
-    const int lda = n | 1;
     const int tid = threadIdx.x, nt = blockDim.x;
     const int sub = tid & (SMEM_TPC - 1);
     const int grp = tid / SMEM_TPC;
@@ -436,7 +439,9 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
                                                                       float* __restrict__ h,
                                                                       float* __restrict__ tau,
                                                                       int* __restrict__ info,
-                                                                      int n) {
+                                                                      int n, int lda) {
+    // `lda` is the shared-memory kernels' own; this one keeps no matrix there.
+    (void)lda;
     extern __shared__ float s[];  // px, py, row, sums: [2][np] each
     __shared__ double scratch[32];
     constexpr int np = SMEM_RT * SMEM_TPC;  // rows, padded with zeros
