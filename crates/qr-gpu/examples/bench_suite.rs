@@ -297,6 +297,23 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // Clusters for few small matrices (`Tuning::cluster_min_rows` lowered
+    // so that the fill rule alone sets the size).
+    for k in [2u32, 4, 8] {
+        let t = Tuning {
+            cluster_max_blocks: k,
+            cluster_blocks_per_sm: 8,
+            cluster_min_rows: 16,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["40,176,1,dense", "40,240,1,dense"],
+            format!("small cluster {k}"),
+            Some(Strategy::Cluster),
+            &t,
+        );
+    }
     for pairs in [false, true] {
         let t = Tuning {
             panel_row_pairs: pairs,
