@@ -534,7 +534,7 @@ mod tests {
         let t = Tuning::default();
         let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
         assert_eq!(at(20, 32).strategy, Strategy::Smem);
-        assert_eq!(at(40, 144).strategy, Strategy::Smem);
+        assert_eq!(at(40, 160).strategy, Strategy::Smem);
         assert_eq!(at(40, 176).strategy, Strategy::Cluster);
         assert_eq!(at(40, 352).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);

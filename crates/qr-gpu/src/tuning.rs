@@ -14,9 +14,10 @@ pub struct Tuning {
     pub smem_tpc: [u32; 3],
     /// Largest `n` dispatched to `smem` even when a larger matrix would fit
     /// one block's shared memory; larger orders take `cluster` (few
-    /// matrices) or `blocked`. 144: at
-    /// batch 40 on the H200, `smem` won at n = 96 and 144 and lost from 160
-    /// on (docs/perf/qr-gpu.md, table "smem crossover", session 7).
+    /// matrices) or `blocked`. 160: at batch 40 on the H200 the one-barrier
+    /// kernel won at n = 96 to 160 (160: 336.9 vs cluster 345.8 us) and lost
+    /// from 176 on (411.7 vs 392.9 us); docs/perf/qr-gpu.md, table "smem
+    /// crossover, one barrier", session 8.
     pub smem_max_n: usize,
     /// `smem` strategy: the kernel that meets once per column (every
     /// thread forms the reflector from sums the previous column's update
@@ -117,7 +118,7 @@ impl Default for Tuning {
     fn default() -> Self {
         Self {
             smem_tpc: [8, 4, 4],
-            smem_max_n: 144,
+            smem_max_n: 160,
             smem_one_barrier: true,
             smem_register_max_rows: 8,
             blocked_panel_threads: 256,
