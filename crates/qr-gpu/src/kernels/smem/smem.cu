@@ -139,25 +139,6 @@ __device__ void smem_store(const float* s, float* hm, float* taum, int* info, in
     if (tid == 0) info[blockIdx.x] = 0;
 }
 
-// Reflector of lane 0's inputs, formed in lane 0 only (zeros elsewhere).
-__device__ __forceinline__ Reflector make_reflector_lane0(float alpha, double xn2) {
-    Reflector rf{0.0f, 0.0f, 0.0};
-    if ((threadIdx.x & 31) == 0) rf = make_reflector(alpha, xn2);
-    return rf;
-}
-
-// make_reflector(alpha, xn2) for a whole warp (all lanes hold the same
-// inputs): lane 0 forms it and the lanes take its bits by shuffles, so that
-// its double square root and divisions issue once per warp instead of once
-// per thread.
-__device__ __forceinline__ Reflector warp_reflector(float alpha, double xn2) {
-    Reflector rf = make_reflector_lane0(alpha, xn2);
-    rf.beta = __shfl_sync(0xffffffffu, rf.beta, 0);
-    rf.tau = __shfl_sync(0xffffffffu, rf.tau, 0);
-    rf.scale = __shfl_sync(0xffffffffu, rf.scale, 0);
-    return rf;
-}
-
 // Sum over the SMEM_TPC lanes of a column group, in a fixed order.
 __device__ __forceinline__ float group_sum(float p, u32 gmask) {
     for (int o = 1; o < SMEM_TPC; o <<= 1) p += __shfl_xor_sync(gmask, p, o);
@@ -296,7 +277,7 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
 //                v^T A[., k] = A[j][k] + scale * sums[k] (v = scale * x
 //                below row j, 1 at row j), so reflector j and every
 //                column's coefficient follow without another reduction.
-// Every warp forms reflector j itself (the same bits everywhere); column
+// Every thread forms reflector j itself (the same bits everywhere); column
 // j goes to its place (R entry, beta, v); each column group updates its
 // columns k > j and, in the same pass, sums the next step's products with
 // the updated column j + 1, which every group computes for itself from
@@ -356,7 +337,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = warp_reflector(pc[j], xn2);
+        const Reflector rf = make_reflector(pc[j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
@@ -528,7 +509,7 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = warp_reflector(px[c + j], xn2);
+        const Reflector rf = make_reflector(px[c + j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
