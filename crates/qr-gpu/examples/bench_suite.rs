@@ -235,19 +235,6 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    for rpw in [0u32, 8, 16, 32, 64] {
-        let t = Tuning {
-            blocked_panel_rows_per_warp: rpw,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &["640,512,2,dense", "640,512,0,rankdef", "40,352,1,dense"],
-            format!("panel rows per warp {rpw}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
-    }
     // Where the whole-matrix shared-memory kernel stops beating the
     // blocked path (`Tuning::smem_max_n`).
     for strat in [Strategy::Smem, Strategy::Blocked, Strategy::Cluster] {

@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 
 use cudarc::cublas::sys::cublasOperation_t as Op;
-use cudarc::driver::{CudaFunction, CudaStream};
+use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
 use crate::engine::Engine;
@@ -138,23 +138,6 @@ pub(crate) fn factor(
     } else {
         None
     };
-    // Panel kernels of other block sizes than `threads`, compiled on first
-    // use when `PanelPlan::rows_per_warp` sizes the blocks by panel height.
-    let mut sized: Vec<(u32, CudaFunction)> = Vec::new();
-    let panel_fn = |sized: &mut Vec<(u32, CudaFunction)>,
-                    f: &CudaFunction,
-                    t: u32|
-     -> Result<CudaFunction, QrError> {
-        if t == threads {
-            return Ok(f.clone());
-        }
-        if let Some((_, g)) = sized.iter().find(|(u, _)| *u == t) {
-            return Ok(g.clone());
-        }
-        let g = panel::function(engine, t, meeting, plan.panel.variant(), max_rows)?;
-        sized.push((t, g.clone()));
-        Ok(g)
-    };
     let side = engine.side_stream();
     if ahead {
         engine.side_waits_main()?;
@@ -163,7 +146,6 @@ pub(crate) fn factor(
     let (v1, t1) = (buf.v, buf.t);
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
-        let threads_k = plan.panel.threads_for(plan.strategy, n - p);
         if let Some((v2, t2)) = vt {
             (buf.v, buf.t) = if k % 2 == 0 { (v1, t1) } else { (v2, t2) };
         }
@@ -172,8 +154,8 @@ pub(crate) fn factor(
             match &f {
                 Some(f) => panel::launch(
                     panel_stream,
-                    &panel_fn(&mut sized, f, threads_k)?,
-                    threads_k,
+                    f,
+                    threads,
                     meeting,
                     groups,
                     n,

@@ -106,10 +106,6 @@ pub struct PanelPlan {
     pub look_ahead: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
-    /// `Blocked`, one block per matrix: panel rows per warp that size each
-    /// panel's block (`Tuning::blocked_panel_rows_per_warp`); 0 keeps
-    /// `threads` for every panel.
-    pub rows_per_warp: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -240,26 +236,6 @@ impl PanelPlan {
             _ if self.groups <= 1 => panel::Meeting::Alone,
             _ => panel::Meeting::Global,
         }
-    }
-
-    /// Threads of the block that factors a panel of `nrow` rows: `threads`,
-    /// or with `rows_per_warp` and one block per matrix the fewest warps (a
-    /// power of two from 2 up to `threads / 32`) that give each warp at most
-    /// `rows_per_warp` rows, so that short panels do not pay the
-    /// per-reflector cost of warps with little row work.
-    pub fn threads_for(&self, strategy: Strategy, nrow: usize) -> u32 {
-        if self.rows_per_warp == 0
-            || self.rows_per_thread > 0
-            || self.meeting(strategy) != panel::Meeting::Alone
-        {
-            return self.threads;
-        }
-        let most = (self.threads / 32).max(2) as usize;
-        let warps = nrow
-            .div_ceil(self.rows_per_warp as usize)
-            .next_power_of_two()
-            .clamp(2, most);
-        (warps * 32) as u32
     }
 
     /// The shared-memory panel kernel's variant this plan compiles.
@@ -413,7 +389,6 @@ pub fn plan(
             quad: tuning.panel_quad,
             look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
-            rows_per_warp: tuning.blocked_panel_rows_per_warp,
         },
         reason,
     };

@@ -35,11 +35,6 @@ pub struct Tuning {
     /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
     pub blocked_panel_threads: u32,
-    /// `blocked` path, one block per matrix: panel rows per warp that size
-    /// each panel's block (powers of two from 2 warps up to
-    /// `blocked_panel_threads`); 0 keeps `blocked_panel_threads` for every
-    /// panel. Table "panel rows per warp" (docs/perf/qr-gpu.md, session 8).
-    pub blocked_panel_rows_per_warp: u32,
     /// Block size of the panel kernel on the `large` path (rows split over
     /// several blocks). Table "panel block size".
     pub large_panel_threads: u32,
@@ -122,7 +117,6 @@ impl Default for Tuning {
             smem_one_barrier: true,
             smem_register_max_rows: 8,
             blocked_panel_threads: 256,
-            blocked_panel_rows_per_warp: 0,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),
             cluster_panel_threads: 256,

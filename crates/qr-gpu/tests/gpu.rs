@@ -179,20 +179,6 @@ fn panel_quad(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Panel blocks sized by panel height (`Tuning::blocked_panel_rows_per_warp`)
-/// at 8 and 32 rows per warp: see `panel_variant`.
-fn panel_rows_per_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for rpw in [8, 32] {
-        let tuning = qr_gpu::Tuning {
-            blocked_panel_rows_per_warp: rpw,
-            ..qr_gpu::Tuning::default()
-        };
-        let label = format!("panel rows per warp {rpw}");
-        panel_variant(g, &tuning, Strategy::Blocked, &label, 1400)?;
-    }
-    Ok(())
-}
-
 /// The `smem` kernels that keep the matrix in shared memory, with three
 /// barriers per column and with one (`Tuning::smem_one_barrier`,
 /// `Tuning::smem_register_max_rows` 0; the strategy tests run the default,
@@ -694,9 +680,8 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 17] = [
+    let plain: [(&str, Test); 16] = [
         ("sgemm_trailing", sgemm_trailing),
-        ("panel_rows_per_warp", panel_rows_per_warp),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),
         (
