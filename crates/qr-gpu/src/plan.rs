@@ -631,22 +631,13 @@ mod tests {
                 assert_eq!(banks.len(), 32, "n {n}, tpc {tpc}, lda {lda}");
             }
         }
-        let d = h200();
-        let p = plan(
-            Shape::new(3, 176).unwrap(),
-            &d,
-            &Tuning::default(),
-            Some(Strategy::Smem),
-        );
-        assert_eq!(p.unwrap().lda, 184);
+        let (d, t) = (h200(), Tuning::default());
+        let lda = |n| {
+            let shape = Shape::new(3, n).unwrap();
+            plan(shape, &d, &t, Some(Strategy::Smem)).unwrap().lda
+        };
         // Padded, 238 would not fit: it keeps the odd leading dimension.
-        let p = plan(
-            Shape::new(3, 238).unwrap(),
-            &d,
-            &Tuning::default(),
-            Some(Strategy::Smem),
-        );
-        assert_eq!(p.unwrap().lda, 239);
+        assert_eq!((lda(176), lda(238)), (184, 239));
     }
 
     #[test]
