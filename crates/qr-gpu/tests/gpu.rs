@@ -211,8 +211,8 @@ fn smem_registers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// An `smem` kernel variant: sizes up to the shared-memory limit, every
-/// distribution, inputs of 1e-30s and 1e+30s with a zero column, and two
-/// runs bitwise identical.
+/// distribution, inputs of 1e-30s and 1e+30s with a zero column, two runs
+/// bitwise identical, and a NaN matrix beside a finite one.
 fn smem_variant(g: &Arc<GpuBackend>, tuning: &qr_gpu::Tuning, label: &str) -> Result<(), Failed> {
     let b = (**g)
         .clone()
@@ -240,6 +240,27 @@ fn smem_variant(g: &Arc<GpuBackend>, tuning: &qr_gpu::Tuning, label: &str) -> Re
         if one.h != two.h || one.tau != two.tau {
             return Err(format!("{label}: two runs differ").into());
         }
+    }
+    // A NaN matrix beside a finite one: flagged and NaN-filled, the other
+    // factored (each kernel has its own copy of the scan).
+    let mut a = generate(&sp, 22);
+    a[57 * 57 + 100] = f32::NAN;
+    let f = geqrf(&b, sp.shape()?, &a)?;
+    let flagged = f.h[57 * 57..]
+        .iter()
+        .chain(&f.tau[57..])
+        .all(|x| x.is_nan());
+    if f.info != [Info::OK, Info::NON_FINITE] || !flagged {
+        return Err(format!(
+            "{label}: NaN matrix info {:?}, NaN-filled {flagged}",
+            f.info
+        )
+        .into());
+    }
+    let one = Shape::new(1, 57)?;
+    let report = qr_verify::check(one, &a[..57 * 57], &f.h[..57 * 57], &f.tau[..57])?;
+    if !report.meets_bar() {
+        return Err(format!("{label}: the finite matrix beside a NaN one fails the bar").into());
     }
     Ok(())
 }
