@@ -14,11 +14,11 @@
 // matrix fits, so that those 32 elements fall in 32 different banks (the
 // planner's `smem::padded_lda`).
 //
-// Step j: thread 0 forms the reflector of column j from the norm the previous
-// step left in s_xn2; the block scales column j into v; every column group
-// then applies H_j to its columns k > j. The group owning column j + 1 also
-// accumulates that column's new sub-diagonal norm while it updates it, which
-// saves one block-wide reduction per column.
+// smem_householder_f32, step j: thread 0 forms the reflector of column j
+// from the norm the previous step left in s_xn2; the block scales column j
+// into v; every column group then applies H_j to its columns k > j. The
+// group owning column j + 1 also accumulates that column's new sub-diagonal
+// norm while it updates it, which saves one block-wide reduction per column.
 //
 // Range: as in the panel kernel, the matrix is scaled by a power of two
 // (exact) so that its largest entry lies in [0.5, 1); float32 products then
@@ -38,8 +38,8 @@
 // other kernels' builds compile it too).
 #define SMEM_RT (SMEM_ROWS > 0 ? SMEM_ROWS : 1)
 // Largest block of smem_registers_f32: a whole multiple of 32 threads each
-// with the rows and about 40 registers more (the planner keeps to it, see
-// plan.rs `smem_register_threads`).
+// with the rows and about 40 registers more (the planner keeps to it through
+// `smem::register_threads`).
 #define SMEM_REG_THREADS_RAW (65536 / (SMEM_RT + 40) / 32 * 32)
 #define SMEM_REG_THREADS (SMEM_REG_THREADS_RAW > 1024 ? 1024 : SMEM_REG_THREADS_RAW)
 
