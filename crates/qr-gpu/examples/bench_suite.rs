@@ -84,6 +84,22 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
+/// The benchmark cases the planner gives to `cluster`.
+const CLUSTER_CASES: [&str; 4] = [
+    "40,352,1,dense",
+    "60,1024,2,dense",
+    "8,2048,1,dense",
+    "2,4096,1,dense",
+];
+
+/// Cases the shared-memory panel variants are compared on (forced `blocked`).
+const PANEL_CASES: [&str; 4] = [
+    "40,176,1,dense",
+    "40,352,1,dense",
+    "640,512,2,dense",
+    "60,1024,2,dense",
+];
+
 /// One sweep row: case, knob label, forced strategy, tuning.
 type Variant = (&'static str, String, Option<Strategy>, Tuning);
 
@@ -273,12 +289,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,352,1,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
+            &CLUSTER_CASES,
             format!("cluster max blocks {k}, threads {th}"),
             Some(Strategy::Cluster),
             &t,
@@ -308,12 +319,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-            ],
+            &PANEL_CASES,
             format!("panel row pairs {pairs}"),
             Some(Strategy::Blocked),
             &t,
@@ -326,12 +332,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-            ],
+            &PANEL_CASES,
             format!("panel quad {quad}"),
             Some(Strategy::Blocked),
             &t,
@@ -364,12 +365,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,352,1,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
+            &CLUSTER_CASES,
             format!("cluster push meet {push}"),
             Some(Strategy::Cluster),
             &t,
