@@ -84,7 +84,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     Ok(())
 }
 
-/// The benchmark cases the planner gives to `cluster`.
+/// Cases the cluster variants are compared on (forced `cluster`).
 const CLUSTER_CASES: [&str; 4] = [
     "40,352,1,dense",
     "60,1024,2,dense",
@@ -98,6 +98,17 @@ const PANEL_CASES: [&str; 4] = [
     "40,352,1,dense",
     "640,512,2,dense",
     "60,1024,2,dense",
+];
+
+/// Few matrices, each panel fitting one block: `cluster` against the
+/// one-barrier `blocked` panel at several block sizes.
+const FEW_CASES: [&str; 6] = [
+    "40,176,1,dense",
+    "40,240,1,dense",
+    "40,352,1,dense",
+    "40,512,1,dense",
+    "60,1024,2,dense",
+    "20,1024,1,dense",
 ];
 
 /// One sweep row: case, knob label, forced strategy, tuning.
@@ -321,6 +332,39 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &mut variants,
             &PANEL_CASES,
             format!("panel row pairs {pairs}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
+    }
+    add(
+        &mut variants,
+        &FEW_CASES,
+        "few matrices cluster".to_string(),
+        Some(Strategy::Cluster),
+        &base,
+    );
+    for th in [256u32, 384, 512, 768] {
+        let t = Tuning {
+            blocked_panel_threads: th,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &FEW_CASES,
+            format!("few matrices blocked {th}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
+    }
+    for one_barrier in [false, true] {
+        let t = Tuning {
+            panel_one_barrier: one_barrier,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &PANEL_CASES,
+            format!("panel one barrier {one_barrier}"),
             Some(Strategy::Blocked),
             &t,
         );

@@ -12,7 +12,7 @@ use qr_core::{QrError, Shape};
 
 use crate::engine::Engine;
 use crate::error::blas;
-use crate::kernels::panel::{self, Meeting, NB, PanelBuffers, ROW_BYTES};
+use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panelreg;
 use crate::kernels::trailing_tc;
 use crate::kernels::util;
@@ -103,7 +103,11 @@ pub(crate) fn factor(
         // The blocks of one matrix wait for each other, so all of a launch's
         // blocks must be resident at once.
         let per_sm = f
-            .occupancy_max_active_blocks_per_multiprocessor(threads, max_rows * ROW_BYTES, None)
+            .occupancy_max_active_blocks_per_multiprocessor(
+                threads,
+                max_rows * plan.panel.variant().row_bytes(meeting),
+                None,
+            )
             .map_err(|e| {
                 QrError::from(crate::error::GpuError::Driver {
                     context: "panel kernel occupancy".into(),
@@ -157,6 +161,7 @@ pub(crate) fn factor(
                     f,
                     threads,
                     meeting,
+                    plan.panel.variant(),
                     groups,
                     n,
                     p,

@@ -101,6 +101,9 @@ pub struct PanelPlan {
     /// Whether the shared-memory panel kernel takes four columns per lane
     /// (`Tuning::panel_quad`; only without clusters).
     pub quad: bool,
+    /// Whether a panel block alone meets its warps once per reflector
+    /// (`Tuning::panel_one_barrier`).
+    pub one_barrier: bool,
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
@@ -244,6 +247,7 @@ impl PanelPlan {
             push: self.push_meet,
             pairs: self.row_pairs,
             quad: self.quad,
+            one_barrier: self.one_barrier,
         }
     }
 }
@@ -273,6 +277,22 @@ fn cluster_size(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<u3
         k *= 2;
     }
     Some(k.max(need.next_power_of_two()).min(max) as u32).filter(|&k| k >= need as u32)
+}
+
+/// Whether `cluster` is the choice for few matrices: a panel too tall for
+/// one block needs one; otherwise the cluster must have at least
+/// `Tuning::cluster_min_blocks` blocks of fewer than
+/// `Tuning::cluster_max_block_rows` rows each, or the one-barrier panel
+/// of a block alone is faster (table "few matrices", session 9).
+fn cluster_pays(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> bool {
+    let Some(k) = cluster_size(shape, device, tuning) else {
+        return false;
+    };
+    let n = shape.n();
+    n > panel_fit_rows(device)
+        || !tuning.panel_one_barrier
+        || (k >= tuning.cluster_min_blocks
+            && n.div_ceil(k as usize) < tuning.cluster_max_block_rows)
 }
 
 /// Warps per tensor-update block: `Tuning::tensor_warps` when it is 4 or 8,
@@ -350,7 +370,7 @@ pub fn plan(
             && n > smem_n.min(tuning.smem_max_n)
             && shape.batch() * 2 <= device.sm_count as usize
             && n >= 2 * tuning.cluster_min_rows
-            && cluster_size(shape, device, tuning).is_some() =>
+            && cluster_pays(shape, device, tuning) =>
         {
             (
                 Strategy::Cluster,
@@ -387,6 +407,7 @@ pub fn plan(
             push_meet: tuning.cluster_push_meet,
             row_pairs: tuning.panel_row_pairs,
             quad: tuning.panel_quad,
+            one_barrier: tuning.panel_one_barrier,
             look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
         },
@@ -427,6 +448,9 @@ pub fn plan(
                         device.name
                     ),
                 });
+            }
+            if shape.batch() <= device.sm_count as usize && n >= tuning.blocked_tall_panel_rows {
+                p.panel.threads = tuning.blocked_tall_panel_threads;
             }
             if let Some(threads) = tuning.reg_panel_threads_for(n) {
                 p.panel.threads = threads;
@@ -510,8 +534,13 @@ mod tests {
         let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
         assert_eq!(at(20, 32).strategy, Strategy::Smem);
         assert_eq!(at(40, 160).strategy, Strategy::Smem);
-        assert_eq!(at(40, 176).strategy, Strategy::Cluster);
+        // Few matrices: two-block clusters and clusters of tall blocks lose
+        // to a block alone (table "few matrices").
+        assert_eq!(at(40, 176).strategy, Strategy::Blocked);
+        assert_eq!(at(40, 176).panel.threads, 256);
         assert_eq!(at(40, 352).strategy, Strategy::Cluster);
+        assert_eq!(at(40, 512).strategy, Strategy::Cluster);
+        assert_eq!(at(20, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
         assert_eq!(at(640, 512).panel.rows_per_thread, 0);
         assert_eq!(at(640, 512).panel.tensor_warps, 4);
@@ -519,8 +548,15 @@ mod tests {
         assert_eq!(at(2, 4096).panel.tensor_warps, 8);
         assert!(at(640, 512).runs_ahead() && at(8, 2048).runs_ahead());
         assert!(!at(20, 32).runs_ahead() && !at(1, 16384).runs_ahead());
-        assert_eq!(at(60, 1024).strategy, Strategy::Cluster);
-        assert_eq!(at(60, 1024).panel.groups, 4);
+        assert_eq!(at(60, 1024).strategy, Strategy::Blocked);
+        assert_eq!(at(60, 1024).panel.threads, 512);
+        assert_eq!(at(640, 512).panel.threads, 256);
+        let two_barriers = Tuning {
+            panel_one_barrier: false,
+            ..Tuning::default()
+        };
+        let p = plan(Shape::new(60, 1024).unwrap(), &d, &two_barriers, None).unwrap();
+        assert_eq!((p.strategy, p.panel.groups), (Strategy::Cluster, 4));
         assert_eq!(at(40, 352).panel.groups, 4);
         assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
         assert_eq!(at(8, 2048).panel.groups, 8);

@@ -88,6 +88,32 @@ pub struct Tuning {
     /// within 1% at 352 and 512 on the H200 (docs/perf/qr-gpu.md, table
     /// "panel quad", session 7).
     pub panel_quad: bool,
+    /// `blocked` path, one block per matrix: the shared-memory panel kernel
+    /// meets its warps once per reflector (every thread adds the warps'
+    /// partial sums and forms the reflector itself) instead of twice, with
+    /// unpadded rows and float partials, so that three 512-row panels fit
+    /// an SM. Table "panel one barrier" (docs/perf/qr-gpu.md, session 9).
+    pub panel_one_barrier: bool,
+    /// `blocked` path with at most one matrix per SM: block size of the
+    /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
+    /// (their row chains are long and no other block shares the SM).
+    /// Table "few matrices" (session 9): 60 x 1024 at 256 / 384 / 512 / 768
+    /// threads 6636 / 6263 / 5157 / 5440 us.
+    pub blocked_tall_panel_threads: u32,
+    /// See `blocked_tall_panel_threads`: 40 x 176 and 40 x 240 were fastest
+    /// at 256-384 threads, 512 lost 6% and 5% there.
+    pub blocked_tall_panel_rows: usize,
+    /// Few matrices whose panel fits one block: a cluster of fewer blocks
+    /// loses to the one-barrier panel of a block alone (table "few
+    /// matrices", session 9: 40 x 176 cluster of 2 390.8 us vs block alone
+    /// 360.0, 40 x 240 569.0 vs 547.5).
+    pub cluster_min_blocks: u32,
+    /// Few matrices whose panel fits one block: a cluster whose blocks hold
+    /// this many panel rows or more loses to the block alone (table "few
+    /// matrices": 60 x 1024, 4 blocks of 256 rows, 5390 us vs 5157 at 512
+    /// threads; 40 x 512, 4 of 128, 1439 vs 1520; 40 x 352, 4 of 88, 888
+    /// vs 900).
+    pub cluster_max_block_rows: usize,
     /// Tensor-core paths without a global meeting: each panel and the
     /// update of the next panel's columns run on a priority stream while
     /// the rest of the previous update runs on the main one, so that the
@@ -130,6 +156,11 @@ impl Default for Tuning {
             cluster_push_meet: true,
             panel_row_pairs: false,
             panel_quad: false,
+            panel_one_barrier: true,
+            blocked_tall_panel_threads: 512,
+            blocked_tall_panel_rows: 512,
+            cluster_min_blocks: 4,
+            cluster_max_block_rows: 192,
             look_ahead: true,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,

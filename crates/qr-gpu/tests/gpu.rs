@@ -161,6 +161,21 @@ fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     panel_variant(g, &tuning, Strategy::Blocked, "panel row pairs", 1000)
 }
 
+/// The blocked panel with one block barrier per reflector
+/// (`Tuning::panel_one_barrier`, the default) and with two: see
+/// `panel_variant` (rank-deficient and 1e-30 inputs take its double redo).
+fn panel_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for one_barrier in [true, false] {
+        let tuning = qr_gpu::Tuning {
+            panel_one_barrier: one_barrier,
+            ..qr_gpu::Tuning::default()
+        };
+        let label = format!("panel one barrier {one_barrier}");
+        panel_variant(g, &tuning, Strategy::Blocked, &label, 1300)?;
+    }
+    Ok(())
+}
+
 /// The four-columns-per-lane panel update (`Tuning::panel_quad`) with one
 /// block per matrix (256 and 512 threads) and with blocks meeting through
 /// global memory (`large`): see `panel_variant`.
@@ -701,7 +716,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 16] = [
+    let plain: [(&str, Test); 17] = [
         ("sgemm_trailing", sgemm_trailing),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),
@@ -719,6 +734,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("tensor_warps_4", tensor_warps_4),
         ("panel_row_pairs", panel_row_pairs),
         ("panel_quad", panel_quad),
+        ("panel_barriers", panel_barriers),
         ("look_ahead", look_ahead),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),

@@ -21,6 +21,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_PUSH",
         "PANEL_PAIRS",
         "PANEL_QUAD",
+        "PANEL_ONEBAR",
     ],
 };
 
@@ -29,9 +30,10 @@ pub(crate) const NB: usize = 32;
 /// Shared-memory leading dimension of a panel row: odd, so that the lanes
 /// of a warp reading one column down the rows hit distinct banks.
 pub(crate) const LD: usize = NB + 1;
-/// Leading dimension of the `quad` variant: 16-byte aligned rows, one
-/// 128-byte wavefront each (its lanes never read down a column).
-const QUAD_LD: usize = NB;
+/// Leading dimension of the `quad` and one-barrier variants: their lanes
+/// never read down a column, so unpadded rows are conflict-free (one
+/// 128-byte wavefront each).
+const PACKED_LD: usize = NB;
 /// Shared-memory bytes per panel row (the larger of the two layouts).
 pub(crate) const ROW_BYTES: usize = LD * std::mem::size_of::<f32>();
 
@@ -68,22 +70,59 @@ pub(crate) struct Variant {
     /// Without clusters, each lane updates four adjacent columns of a row
     /// with 16-byte accesses (`Tuning::panel_quad`; not with `pairs`).
     pub quad: bool,
+    /// A block alone meets its warps once per reflector instead of twice
+    /// (`Tuning::panel_one_barrier`; only without `pairs` and `quad`).
+    pub one_barrier: bool,
+}
+
+impl Variant {
+    /// The variant's flags as compiled for `meeting`: each applies only
+    /// where the kernel supports it.
+    fn effective(self, meeting: Meeting) -> Variant {
+        let cluster = meeting.cluster_size() > 0;
+        let pairs = self.pairs && !cluster;
+        let quad = self.quad && !cluster && !pairs;
+        Variant {
+            push: self.push && cluster,
+            pairs,
+            quad,
+            one_barrier: self.one_barrier && meeting == Meeting::Alone && !pairs && !quad,
+        }
+    }
+
+    /// Shared-memory leading dimension of a panel row under `meeting`.
+    fn ld(self, meeting: Meeting) -> usize {
+        let v = self.effective(meeting);
+        if v.quad || v.one_barrier {
+            PACKED_LD
+        } else {
+            LD
+        }
+    }
+
+    /// Shared-memory bytes of one panel row under `meeting`.
+    pub(crate) fn row_bytes(self, meeting: Meeting) -> usize {
+        self.ld(meeting) * std::mem::size_of::<f32>()
+    }
 }
 
 /// The `-D` defines of this family for blocks of `threads`.
 pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(String, String)> {
-    let cluster = meeting.cluster_size();
-    let push = variant.push && cluster > 0;
-    let pairs = variant.pairs && cluster == 0;
-    let quad = variant.quad && cluster == 0 && !pairs;
-    let ld = if quad { QUAD_LD } else { LD };
+    let v = variant.effective(meeting);
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
-        ("PANEL_LD".to_string(), ld.to_string()),
-        ("PANEL_CLUSTER".to_string(), cluster.to_string()),
-        ("PANEL_PUSH".to_string(), u8::from(push).to_string()),
-        ("PANEL_PAIRS".to_string(), u8::from(pairs).to_string()),
-        ("PANEL_QUAD".to_string(), u8::from(quad).to_string()),
+        ("PANEL_LD".to_string(), variant.ld(meeting).to_string()),
+        (
+            "PANEL_CLUSTER".to_string(),
+            meeting.cluster_size().to_string(),
+        ),
+        ("PANEL_PUSH".to_string(), u8::from(v.push).to_string()),
+        ("PANEL_PAIRS".to_string(), u8::from(v.pairs).to_string()),
+        ("PANEL_QUAD".to_string(), u8::from(v.quad).to_string()),
+        (
+            "PANEL_ONEBAR".to_string(),
+            u8::from(v.one_barrier).to_string(),
+        ),
     ]
 }
 
@@ -126,7 +165,7 @@ pub(crate) fn function(
     let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        (max_rows * ROW_BYTES) as i32,
+        (max_rows * variant.row_bytes(meeting)) as i32,
     )
     .ctx("raising the shared-memory limit of panel_factor_f32")?;
     Ok(f)
@@ -140,6 +179,7 @@ pub(crate) fn launch(
     f: &CudaFunction,
     threads: u32,
     meeting: Meeting,
+    variant: Variant,
     groups: u32,
     n: usize,
     p: usize,
@@ -153,7 +193,7 @@ pub(crate) fn launch(
     let cfg = LaunchConfig {
         grid_dim: (groups, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),
-        shared_mem_bytes: (chunk * ROW_BYTES) as u32,
+        shared_mem_bytes: (chunk * variant.row_bytes(meeting)) as u32,
     };
     let (n, p, w, g, m0) = (n as i32, p as i32, w as i32, groups as i32, mat0 as i32);
     let mut b = stream.launch_builder(f);

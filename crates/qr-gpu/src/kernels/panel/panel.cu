@@ -57,6 +57,23 @@
 #if PANEL_QUAD && (PANEL_LD % 4 != 0 || PANEL_CLUSTER > 0 || PANEL_PAIRS)
 #error "PANEL_QUAD needs 16-byte aligned rows (PANEL_LD % 4 == 0), no clusters and no PANEL_PAIRS"
 #endif
+#ifndef PANEL_ONEBAR
+#error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
+#endif
+#if PANEL_ONEBAR && (PANEL_CLUSTER > 0 || PANEL_PAIRS || PANEL_QUAD)
+#error "PANEL_ONEBAR is the plain row update of a block alone: no clusters, PANEL_PAIRS or PANEL_QUAD"
+#endif
+// One barrier per reflector (PANEL_ONEBAR, launched with groups = 1 only):
+// the update pass of reflector r - 1 leaves reflector r's per-warp partial
+// sums in one of two float buffers; after the single barrier every thread
+// adds them in warp order (the same bits in every thread), reads the pivot
+// row and forms reflector r and its column's coefficient itself. No lane
+// forms it for the others, so no second barrier publishes it. The pivot row
+// is stored one reflector later (other warps may still read it before),
+// which is safe as no pass reads a row above its next pivot. Every row is
+// read along its 32 columns (lanes), never down a column, so PANEL_LD = 32
+// (no padding) keeps accesses conflict-free, and with the float partials
+// three blocks of a 512-row panel fit an SM's shared memory.
 // Cluster meetings: PANEL_PUSH = 0 pulls (every block publishes its sums in
 // its own shared memory, a cluster barrier, then remote loads of every
 // block's); 1 pushes (every block stores its sums into every block's shared
@@ -213,9 +230,11 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
 
 // Sums of reflector r over rows first..rows of this block into red[warp]:
 // lane c gets sum x * A[., c] with x = column r. Four independent chains keep
-// several shared-memory loads in flight.
+// several shared-memory loads in flight. `R` is the partials' type (double,
+// or float for the one-barrier loop, whose two buffers take the room of one).
+template <typename R>
 __device__ __forceinline__ void dot_rows(const float* s, int r, int first, int rows, int warp,
-                                         int lane, double (*red)[PANEL_NB]) {
+                                         int lane, R (*red)[PANEL_NB]) {
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int lr = first + warp;
     for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
@@ -228,7 +247,7 @@ __device__ __forceinline__ void dot_rows(const float* s, int r, int first, int r
 #pragma unroll
     for (int u = 0; u < 3; ++u, lr += PANEL_WARPS)
         if (lr < rows) acc[u] = fmaf(s[lr * PANEL_LD + r], s[lr * PANEL_LD + lane], acc[u]);
-    red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
+    red[warp][lane] = (R)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
 
 // Applies reflector r to rows first..rows of this block and, in the same pass,
@@ -238,10 +257,10 @@ __device__ __forceinline__ void dot_rows(const float* s, int r, int first, int r
 // reflector's column comes from lane `next` by a shuffle: one pass over the
 // rows and no barrier between the update and the next sums. Rows up to the
 // next pivot (global row next) are updated but not summed.
-template <bool fast>
+template <bool fast, typename R>
 __device__ __forceinline__ void update_rows(float* s, int r, int next, int first, int rows, int r0,
                                             int warp, int lane, float fs, double scale, float wc,
-                                            int w, double (*red)[PANEL_NB]) {
+                                            int w, R (*red)[PANEL_NB]) {
     const bool store = lane >= r && lane < w;
     const int src = next < 0 ? 0 : next;
     const int sum_from = next < 0 ? rows : next + 1 - r0;  // first local row summed
@@ -276,7 +295,8 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
         }
     }
     if (next >= 0)
-        red[warp][lane] = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
+        red[warp][lane] =
+            (R)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
 
 #if PANEL_QUAD
@@ -451,14 +471,18 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     // 16-byte aligned: PANEL_QUAD moves rows as 16-byte quads.
     extern __shared__ __attribute__((aligned(16))) float s[];
     __shared__ double red[PANEL_WARPS][PANEL_NB];
-    __shared__ double tot[PANEL_NB];
-    __shared__ float rowv[PANEL_NB];
     __shared__ double gram[PANEL_NB][PANEL_NB + 1];
     __shared__ float taus[PANEL_NB];
+#if !PANEL_ONEBAR
+    // The meetings' buffers (a block alone with one barrier needs none, and
+    // without them three 512-row panels fit an SM).
+    __shared__ double tot[PANEL_NB];
+    __shared__ float rowv[PANEL_NB];
     __shared__ double xpart[2][PANEL_XN];
     __shared__ float xrow[2][PANEL_NB];
     __shared__ u32 base_s;
     __shared__ Reflector s_rf;
+#endif
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = blockIdx.x, m = mat0 + blockIdx.y;
@@ -478,7 +502,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     // the panel's own loads are issued, so the two latencies overlap.
     const bool zero_panel = src == h && p >= zcol[m];
 
-#if PANEL_CLUSTER == 0
+#if PANEL_CLUSTER == 0 && !PANEL_ONEBAR
     if (groups > 1 && tid == 0) base_s = ((volatile u32*)counters)[2 * m + 1];
 #endif
     float amax = 0.0f;
@@ -511,6 +535,12 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
 #else
     unsigned long long* mbar = nullptr;
 #endif
+#if PANEL_ONEBAR
+    // Alone: every thread takes the max itself (the barrier after the
+    // scaling orders these reads before red is written again).
+    double pmax = 0.0;
+    for (int q = 0; q < PANEL_WARPS; ++q) pmax = fmax(pmax, red[q][0]);
+#else
     Meet mt{partials, rowbuf, counters, groups, g, m, groups > 1 ? base_s : 0u, 0, mbar};
     {
         double bmax = 0.0;
@@ -518,16 +548,78 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
             for (int q = 0; q < PANEL_WARPS; ++q) bmax = fmax(bmax, red[q][0]);
         meet<true>(mt, lane == 0 ? bmax : 0.0, 0.0f, 0, tot, rowv, xpart, xrow, -1, &s_rf);
     }
+    const double pmax = tot[0];
+#endif
     // Non-finite panels (their matrix is NaN-filled later) keep scale 1.
     int ex = 0;
-    if (tot[0] > 0.0 && tot[0] <= 3.4028234663852886e38) frexpf((float)tot[0], &ex);
+    if (pmax > 0.0 && pmax <= 3.4028234663852886e38) frexpf((float)pmax, &ex);
     for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS) {
         const int lr = idx >> 5, c = idx & 31;
         s[lr * PANEL_LD + c] = ldexpf(s[lr * PANEL_LD + c], -ex);
     }
     __syncthreads();
 
-#if PANEL_CLUSTER == 0
+#if PANEL_ONEBAR
+    // Two buffers of float partials in the room of red.
+    float(*redf)[PANEL_WARPS][PANEL_NB] = reinterpret_cast<float(*)[PANEL_WARPS][PANEL_NB]>(red);
+    dot_rows(s, 0, 1, rows, warp, lane, redf[0]);
+    // The pivot row of the previous reflector, stored after the next barrier.
+    float pend = 0.0f;
+    bool pend_on = false;
+    for (int r = 0; r < w; ++r) {
+        const int par = r & 1;
+        __syncthreads();  // redf[par] holds reflector r's partial sums, s the updated panel
+        if (warp == 0 && pend_on) s[(r - 1) * PANEL_LD + lane] = pend;
+        double tl = 0.0;  // this lane's column: its product with column r
+        {
+            float x[PANEL_WARPS];
+#pragma unroll
+            for (int q = 0; q < PANEL_WARPS; ++q) x[q] = redf[par][q][lane];
+#pragma unroll
+            for (int q = 0; q < PANEL_WARPS; ++q) tl += (double)x[q];
+        }
+        double tr = __shfl_sync(0xffffffffu, tl, r);  // ||x[1..]||^2, the same in every warp
+        const float rv = s[r * PANEL_LD + lane];
+        const float alpha = __shfl_sync(0xffffffffu, rv, r);
+        // tr is the same in every thread, so this branch is uniform.
+        if (tr < PANEL_TINY) {
+            __syncthreads();  // every warp has read redf[par]; red is free as doubles
+            double acc = 0.0;
+            for (int lr = r + 1 + warp; lr < rows; lr += PANEL_WARPS)
+                acc += (double)s[lr * PANEL_LD + r] * (double)s[lr * PANEL_LD + lane];
+            red[warp][lane] = acc;
+            __syncthreads();
+            tl = 0.0;
+#pragma unroll
+            for (int q = 0; q < PANEL_WARPS; ++q) tl += red[q][lane];
+            tr = __shfl_sync(0xffffffffu, tl, r);
+            __syncthreads();  // read before the update stores float partials over them
+        }
+        const Reflector rf = make_reflector(alpha, tr);
+        // v^T A[., lane] with v = x * scale below the pivot and 1 on it.
+        const double vta = (double)rv + rf.scale * tl;
+        float wc = 0.0f;
+        if (lane > r && lane < w && rf.tau != 0.0f) wc = (float)((double)rf.tau * vta);
+        if (warp == 0) {
+            gram[lane][r] = lane < r ? vta : 0.0;
+            if (lane == 0) taus[r] = rf.tau;
+        }
+        pend_on = rf.tau != 0.0f && lane >= r && lane < w;
+        pend = lane == r ? rf.beta : rv - wc;
+        const int next = r + 1 < w ? r + 1 : -1;
+        float(*out)[PANEL_NB] = redf[par ^ 1];
+        if (rf.tau == 0.0f)
+            update_rows<true>(s, r, next, r + 1, rows, 0, warp, lane, 1.0f, 1.0, wc, w, out);
+        else if (fabs(rf.scale) < 1.0e30)
+            update_rows<true>(s, r, next, r + 1, rows, 0, warp, lane, (float)rf.scale, rf.scale,
+                              wc, w, out);
+        else
+            update_rows<false>(s, r, next, r + 1, rows, 0, warp, lane, 0.0f, rf.scale, wc, w, out);
+    }
+    __syncthreads();
+    if (warp == 0 && pend_on) s[(w - 1) * PANEL_LD + lane] = pend;
+    __syncthreads();
+#elif PANEL_CLUSTER == 0
     // Blocks of one matrix alone or meeting through global memory (the
     // saturated batches): one pass per reflector updates the panel and forms
     // the next reflector's sums, the reflector is formed once per block, and
@@ -701,7 +793,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
 #if PANEL_CLUSTER > 0
     // No block may leave while another can still read its shared memory.
     if (groups > 1) cluster_barrier();
-#else
+#elif !PANEL_ONEBAR
     if (groups > 1 && g == 0 && tid == 0)
         counters[2 * m + 1] = mt.base + (u32)groups * (u32)mt.k;
 #endif
