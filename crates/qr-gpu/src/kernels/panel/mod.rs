@@ -76,11 +76,12 @@ pub(crate) struct Variant {
 }
 
 impl Variant {
-    /// The variant's flags as compiled for `meeting`: each applies only
-    /// where the kernel supports it.
-    fn effective(self, meeting: Meeting) -> Variant {
+    /// The variant's flags as compiled for `meeting` and blocks of
+    /// `threads`: each applies only where the kernel supports it (the row
+    /// pairs' row map is written for eight warps).
+    fn effective(self, meeting: Meeting, threads: u32) -> Variant {
         let cluster = meeting.cluster_size() > 0;
-        let pairs = self.pairs && !cluster;
+        let pairs = self.pairs && !cluster && threads == 256;
         let quad = self.quad && !cluster && !pairs;
         Variant {
             push: self.push && cluster,
@@ -91,8 +92,8 @@ impl Variant {
     }
 
     /// Shared-memory leading dimension of a panel row under `meeting`.
-    fn ld(self, meeting: Meeting) -> usize {
-        let v = self.effective(meeting);
+    fn ld(self, meeting: Meeting, threads: u32) -> usize {
+        let v = self.effective(meeting, threads);
         if v.quad || v.one_barrier {
             PACKED_LD
         } else {
@@ -100,18 +101,22 @@ impl Variant {
         }
     }
 
-    /// Shared-memory bytes of one panel row under `meeting`.
-    pub(crate) fn row_bytes(self, meeting: Meeting) -> usize {
-        self.ld(meeting) * std::mem::size_of::<f32>()
+    /// Shared-memory bytes of one panel row under `meeting` for blocks of
+    /// `threads`.
+    pub(crate) fn row_bytes(self, meeting: Meeting, threads: u32) -> usize {
+        self.ld(meeting, threads) * std::mem::size_of::<f32>()
     }
 }
 
 /// The `-D` defines of this family for blocks of `threads`.
 pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(String, String)> {
-    let v = variant.effective(meeting);
+    let v = variant.effective(meeting, threads);
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
-        ("PANEL_LD".to_string(), variant.ld(meeting).to_string()),
+        (
+            "PANEL_LD".to_string(),
+            variant.ld(meeting, threads).to_string(),
+        ),
         (
             "PANEL_CLUSTER".to_string(),
             meeting.cluster_size().to_string(),
@@ -165,7 +170,7 @@ pub(crate) fn function(
     let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        (max_rows * variant.row_bytes(meeting)) as i32,
+        (max_rows * variant.row_bytes(meeting, threads)) as i32,
     )
     .ctx("raising the shared-memory limit of panel_factor_f32")?;
     Ok(f)
@@ -193,7 +198,7 @@ pub(crate) fn launch(
     let cfg = LaunchConfig {
         grid_dim: (groups, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),
-        shared_mem_bytes: (chunk * variant.row_bytes(meeting)) as u32,
+        shared_mem_bytes: (chunk * variant.row_bytes(meeting, threads)) as u32,
     };
     let (n, p, w, g, m0) = (n as i32, p as i32, w as i32, groups as i32, mat0 as i32);
     let mut b = stream.launch_builder(f);

@@ -57,6 +57,9 @@
 #if PANEL_QUAD && (PANEL_LD % 4 != 0 || PANEL_CLUSTER > 0 || PANEL_PAIRS)
 #error "PANEL_QUAD needs 16-byte aligned rows (PANEL_LD % 4 == 0), no clusters and no PANEL_PAIRS"
 #endif
+#if PANEL_PAIRS && PANEL_THREADS != 256
+#error "PANEL_PAIRS maps rows onto eight warps (PANEL_THREADS 256)"
+#endif
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
@@ -90,6 +93,41 @@
 #define PANEL_MIN_BLOCKS (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? 1280 / PANEL_THREADS : 1)
 // 2^-60: below it a scaled squared norm may have lost bits to underflow.
 #define PANEL_TINY 8.673617379884035e-19
+
+#if PANEL_ONEBAR
+// Reflector from alpha and xn2 = ||x[1..]||^2 >= PANEL_TINY of the scaled
+// panel (largest entry in [0.5, 1), so |beta| and |alpha - beta| lie in
+// [2^-30, 2^6]): make_reflector's values with one double division instead
+// of two, tau = -d / beta and scale = 1 / d both from 1 / (d beta), d =
+// alpha - beta. Every thread of the one-barrier loop forms the reflector
+// itself, so its latency is on the reflector's chain (ncu, 40 x 176:
+// a quarter of the panel's stall samples with two divisions).
+__device__ __forceinline__ Reflector scaled_reflector(float alpha, double xn2) {
+    const double a = (double)alpha;
+    const double beta = -copysign(sqrt(fma(a, a, xn2)), a);
+    const double d = a - beta;
+    const double q = 1.0 / (d * beta);
+    Reflector r;
+    r.beta = (float)beta;
+    r.tau = (float)(-(d * d) * q);
+    r.scale = beta * q;
+    return r;
+}
+
+// Sum of the warps' partials x[0..PANEL_WARPS) in double, pairwise in a
+// fixed order (the same bits in every thread; depth log2 instead of a
+// chain of PANEL_WARPS dependent additions).
+__device__ __forceinline__ double warps_sum(const float (&x)[PANEL_WARPS]) {
+    double y[PANEL_WARPS];
+#pragma unroll
+    for (int q = 0; q < PANEL_WARPS; ++q) y[q] = (double)x[q];
+#pragma unroll
+    for (int h = 1; h < PANEL_WARPS; h *= 2)
+#pragma unroll
+        for (int q = 0; q + h < PANEL_WARPS; q += 2 * h) y[q] += y[q + h];
+    return y[0];
+}
+#endif
 
 #if PANEL_CLUSTER > 0
 #define PANEL_CLUSTER_ATTR __cluster_dims__(PANEL_CLUSTER, 1, 1)
@@ -532,7 +570,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         cluster_barrier();
     }
     unsigned long long* mbar = s_mbar;
-#else
+#elif !PANEL_ONEBAR
     unsigned long long* mbar = nullptr;
 #endif
 #if PANEL_ONEBAR
@@ -570,19 +608,19 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         const int par = r & 1;
         __syncthreads();  // redf[par] holds reflector r's partial sums, s the updated panel
         if (warp == 0 && pend_on) s[(r - 1) * PANEL_LD + lane] = pend;
-        double tl = 0.0;  // this lane's column: its product with column r
+        double tl;  // this lane's column: its product with column r
         {
             float x[PANEL_WARPS];
 #pragma unroll
             for (int q = 0; q < PANEL_WARPS; ++q) x[q] = redf[par][q][lane];
-#pragma unroll
-            for (int q = 0; q < PANEL_WARPS; ++q) tl += (double)x[q];
+            tl = warps_sum(x);
         }
         double tr = __shfl_sync(0xffffffffu, tl, r);  // ||x[1..]||^2, the same in every warp
         const float rv = s[r * PANEL_LD + lane];
         const float alpha = __shfl_sync(0xffffffffu, rv, r);
         // tr is the same in every thread, so this branch is uniform.
-        if (tr < PANEL_TINY) {
+        const bool tiny = tr < PANEL_TINY;
+        if (tiny) {
             __syncthreads();  // every warp has read redf[par]; red is free as doubles
             double acc = 0.0;
             for (int lr = r + 1 + warp; lr < rows; lr += PANEL_WARPS)
@@ -595,7 +633,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
             tr = __shfl_sync(0xffffffffu, tl, r);
             __syncthreads();  // read before the update stores float partials over them
         }
-        const Reflector rf = make_reflector(alpha, tr);
+        const Reflector rf = tiny ? make_reflector(alpha, tr) : scaled_reflector(alpha, tr);
         // v^T A[., lane] with v = x * scale below the pivot and 1 on it.
         const double vta = (double)rv + rf.scale * tl;
         float wc = 0.0f;
