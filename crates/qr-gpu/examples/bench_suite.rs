@@ -346,12 +346,26 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     for th in [256u32, 384, 512, 768] {
         let t = Tuning {
             blocked_panel_threads: th,
+            blocked_tall_panel_threads: th,
             ..base.clone()
         };
         add(
             &mut variants,
             &FEW_CASES,
             format!("few matrices blocked {th}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
+    }
+    for unroll in [4u32, 8] {
+        let t = Tuning {
+            panel_few_unroll: unroll,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["40,176,1,dense", "40,240,1,dense", "60,1024,2,dense"],
+            format!("panel unroll {unroll}"),
             Some(Strategy::Blocked),
             &t,
         );

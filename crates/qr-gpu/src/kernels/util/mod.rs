@@ -20,12 +20,17 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     defines: &[],
 };
 
-/// Slices per matrix of the scanning kernels: about 64 Ki elements per
-/// block, so that a batch of a few large matrices fills the device (one
-/// block per matrix left 2 x 4096 scanning for 27 ms on an H200,
-/// docs/perf/qr-gpu.md) while small matrices keep one block each.
-fn slices(shape: Shape) -> u32 {
-    shape.matrix_len().div_ceil(1 << 16).clamp(1, 65_535) as u32
+/// Slices per matrix of the scanning kernels: at most 64 Ki elements per
+/// block (one block per matrix left 2 x 4096 scanning for 27 ms on an
+/// H200, docs/perf/qr-gpu.md), and enough blocks for four per SM where the
+/// matrices allow 2 Ki elements or more per block (one block per matrix
+/// scanned 40 x 176 in 19 us, eight threads' loads in flight per SM).
+fn slices(shape: Shape, sm_count: u32) -> u32 {
+    let len = shape.matrix_len();
+    let fill = (4 * sm_count as usize)
+        .div_ceil(shape.batch().max(1))
+        .min(len.div_ceil(2048));
+    fill.max(len.div_ceil(1 << 16)).clamp(1, 65_535) as u32
 }
 
 /// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
@@ -51,7 +56,11 @@ pub(crate) fn nonfinite_zcol(
     let f = engine.function(&SOURCE, &[], NONFINITE)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(shape.batch())?, slices(shape), 1),
+        grid_dim: (
+            grid_dim(shape.batch())?,
+            slices(shape, engine.info().sm_count),
+            1,
+        ),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -78,7 +87,11 @@ pub(crate) fn overflow(
     let f = engine.function(&SOURCE, &[], OVERFLOW)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(shape.batch())?, slices(shape), 1),
+        grid_dim: (
+            grid_dim(shape.batch())?,
+            slices(shape, engine.info().sm_count),
+            1,
+        ),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
@@ -130,4 +143,25 @@ pub(crate) fn transpose(engine: &Engine, shape: Shape, src: u64, dst: u64) -> Re
     // SAFETY: both buffers hold batch * n * n floats and do not overlap.
     unsafe { b.launch(cfg) }.ctx("launching util_transpose_f32")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn slices_fill_the_device_and_bound_each_block() {
+        let at = |b, n| slices(Shape::new(b, n).unwrap(), 132);
+        assert_eq!(at(640, 512), 4);
+        assert_eq!(at(60, 1024), 16);
+        assert_eq!(at(2, 4096), 264);
+        assert_eq!(at(40, 176), 14);
+        assert_eq!(at(20, 32), 1);
+        for (b, n) in [(1, 1), (40, 176), (3, 70_000), (100_000, 8)] {
+            let s = at(b, n) as usize;
+            let len = Shape::new(b, n).unwrap().matrix_len();
+            assert!((1..=65_535).contains(&s));
+            assert!(len.div_ceil(s) <= 1 << 16 || s == 65_535);
+        }
+    }
 }
