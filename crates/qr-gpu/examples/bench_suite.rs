@@ -357,19 +357,6 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    for unroll in [4u32, 8] {
-        let t = Tuning {
-            panel_few_unroll: unroll,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &["40,176,1,dense", "40,240,1,dense", "60,1024,2,dense"],
-            format!("panel unroll {unroll}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
-    }
     for one_barrier in [false, true] {
         let t = Tuning {
             panel_one_barrier: one_barrier,

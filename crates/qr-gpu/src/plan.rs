@@ -104,9 +104,6 @@ pub struct PanelPlan {
     /// Whether a panel block alone meets its warps once per reflector
     /// (`Tuning::panel_one_barrier`).
     pub one_barrier: bool,
-    /// Rows per step of the one-barrier panel's row update (4, or 8 for at
-    /// most one matrix per SM: `Tuning::panel_few_unroll`).
-    pub unroll: u32,
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
@@ -251,7 +248,6 @@ impl PanelPlan {
             pairs: self.row_pairs,
             quad: self.quad,
             one_barrier: self.one_barrier,
-            unroll: self.unroll,
         }
     }
 }
@@ -412,11 +408,6 @@ pub fn plan(
             row_pairs: tuning.panel_row_pairs,
             quad: tuning.panel_quad,
             one_barrier: tuning.panel_one_barrier,
-            unroll: if shape.batch() <= device.sm_count as usize {
-                tuning.panel_few_unroll
-            } else {
-                4
-            },
             look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
         },
@@ -560,10 +551,6 @@ mod tests {
         assert_eq!(at(60, 1024).strategy, Strategy::Blocked);
         assert_eq!(at(60, 1024).panel.threads, 512);
         assert_eq!(at(640, 512).panel.threads, 256);
-        assert_eq!(
-            (at(640, 512).panel.unroll, at(40, 176).panel.unroll),
-            (4, 8)
-        );
         let two_barriers = Tuning {
             panel_one_barrier: false,
             ..Tuning::default()

@@ -100,10 +100,6 @@ pub struct Tuning {
     /// Table "few matrices" (session 9): 60 x 1024 at 256 / 384 / 512 / 768
     /// threads 6636 / 6263 / 5157 / 5440 us.
     pub blocked_tall_panel_threads: u32,
-    /// One-barrier panel with at most one matrix per SM: rows per step of
-    /// its row update, 8 (no register cap: one block per SM anyway) or 4
-    /// (48 registers, five blocks per SM). Table "panel unroll" (session 9).
-    pub panel_few_unroll: u32,
     /// See `blocked_tall_panel_threads`: 40 x 176 and 40 x 240 were fastest
     /// at 256-384 threads, 512 lost 6% and 5% there.
     pub blocked_tall_panel_rows: usize,
@@ -162,7 +158,6 @@ impl Default for Tuning {
             panel_quad: false,
             panel_one_barrier: true,
             blocked_tall_panel_threads: 512,
-            panel_few_unroll: 8,
             blocked_tall_panel_rows: 512,
             cluster_min_blocks: 4,
             cluster_max_block_rows: 192,

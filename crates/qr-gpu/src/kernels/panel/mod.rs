@@ -22,7 +22,6 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_PAIRS",
         "PANEL_QUAD",
         "PANEL_ONEBAR",
-        "PANEL_UNROLL",
     ],
 };
 
@@ -74,9 +73,6 @@ pub(crate) struct Variant {
     /// A block alone meets its warps once per reflector instead of twice
     /// (`Tuning::panel_one_barrier`; only without `pairs` and `quad`).
     pub one_barrier: bool,
-    /// Rows per step of the one-barrier row update: 4, or 8 without the
-    /// register cap that keeps five blocks per SM (`Tuning::panel_few_unroll`).
-    pub unroll: u32,
 }
 
 impl Variant {
@@ -87,17 +83,11 @@ impl Variant {
         let cluster = meeting.cluster_size() > 0;
         let pairs = self.pairs && !cluster && threads == 256;
         let quad = self.quad && !cluster && !pairs;
-        let one_barrier = self.one_barrier && meeting == Meeting::Alone && !pairs && !quad;
         Variant {
             push: self.push && cluster,
             pairs,
             quad,
-            one_barrier,
-            unroll: if one_barrier && self.unroll == 8 {
-                8
-            } else {
-                4
-            },
+            one_barrier: self.one_barrier && meeting == Meeting::Alone && !pairs && !quad,
         }
     }
 
@@ -138,7 +128,6 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
             "PANEL_ONEBAR".to_string(),
             u8::from(v.one_barrier).to_string(),
         ),
-        ("PANEL_UNROLL".to_string(), v.unroll.to_string()),
     ]
 }
 

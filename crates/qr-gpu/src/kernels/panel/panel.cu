@@ -63,12 +63,6 @@
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
-#ifndef PANEL_UNROLL
-#error "PANEL_UNROLL (rows per step of the one-barrier row update: 4, or 8 without a register cap) must be defined by the plan"
-#endif
-#if PANEL_UNROLL != 4 && (PANEL_UNROLL != 8 || !PANEL_ONEBAR)
-#error "PANEL_UNROLL is 4, or 8 with PANEL_ONEBAR"
-#endif
 #if PANEL_ONEBAR && (PANEL_CLUSTER > 0 || PANEL_PAIRS || PANEL_QUAD)
 #error "PANEL_ONEBAR is the plain row update of a block alone: no clusters, PANEL_PAIRS or PANEL_QUAD"
 #endif
@@ -96,10 +90,7 @@
 // Blocks per SM the register budget must allow: five 256-thread blocks (the
 // most whose panels fit the H200's shared memory once the panel has 256 rows or
 // fewer) need at most 48 registers a thread.
-// Eight rows per step (PANEL_UNROLL 8, for few matrices: one block per SM)
-// lifts the cap.
-#define PANEL_MIN_BLOCKS \
-    (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 && PANEL_UNROLL == 4 ? 1280 / PANEL_THREADS : 1)
+#define PANEL_MIN_BLOCKS (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? 1280 / PANEL_THREADS : 1)
 // 2^-60: below it a scaled squared norm may have lost bits to underflow.
 #define PANEL_TINY 8.673617379884035e-19
 
@@ -304,20 +295,18 @@ __device__ __forceinline__ void dot_rows(const float* s, int r, int first, int r
 // reflector's column comes from lane `next` by a shuffle: one pass over the
 // rows and no barrier between the update and the next sums. Rows up to the
 // next pivot (global row next) are updated but not summed.
-template <bool fast, typename R, int U = 4>
+template <bool fast, typename R>
 __device__ __forceinline__ void update_rows(float* s, int r, int next, int first, int rows, int r0,
                                             int warp, int lane, float fs, double scale, float wc,
                                             int w, R (*red)[PANEL_NB]) {
     const bool store = lane >= r && lane < w;
     const int src = next < 0 ? 0 : next;
     const int sum_from = next < 0 ? rows : next + 1 - r0;  // first local row summed
-    float acc[U];
-#pragma unroll
-    for (int u = 0; u < U; ++u) acc[u] = 0.0f;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int lr = first + warp;
-    for (; lr + (U - 1) * PANEL_WARPS < rows; lr += U * PANEL_WARPS) {
+    for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
 #pragma unroll
-        for (int u = 0; u < U; ++u) {
+        for (int u = 0; u < 4; ++u) {
             const int l = lr + u * PANEL_WARPS;
             float* row = s + l * PANEL_LD;
             const float x = row[r];
@@ -330,7 +319,7 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
         }
     }
 #pragma unroll
-    for (int u = 0; u < U - 1; ++u, lr += PANEL_WARPS) {
+    for (int u = 0; u < 3; ++u, lr += PANEL_WARPS) {
         // Warp-uniform condition: the shuffle needs every lane.
         if (lr < rows) {
             float* row = s + lr * PANEL_LD;
@@ -343,17 +332,9 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
             acc[u] = fmaf(lr >= sum_from ? y : 0.0f, a, acc[u]);
         }
     }
-    if (next >= 0) {
-        // Pairwise in double: ((a0 + a1) + (a2 + a3)) + ... in a fixed order.
-        double d[U];
-#pragma unroll
-        for (int u = 0; u < U; ++u) d[u] = (double)acc[u];
-#pragma unroll
-        for (int h = 1; h < U; h *= 2)
-#pragma unroll
-            for (int u = 0; u + h < U; u += 2 * h) d[u] += d[u + h];
-        red[warp][lane] = (R)d[0];
-    }
+    if (next >= 0)
+        red[warp][lane] =
+            (R)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
 
 #if PANEL_QUAD
@@ -666,14 +647,12 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         const int next = r + 1 < w ? r + 1 : -1;
         float(*out)[PANEL_NB] = redf[par ^ 1];
         if (rf.tau == 0.0f)
-            update_rows<true, float, PANEL_UNROLL>(s, r, next, r + 1, rows, 0, warp, lane, 1.0f,
-                                                   1.0, wc, w, out);
+            update_rows<true>(s, r, next, r + 1, rows, 0, warp, lane, 1.0f, 1.0, wc, w, out);
         else if (fabs(rf.scale) < 1.0e30)
-            update_rows<true, float, PANEL_UNROLL>(s, r, next, r + 1, rows, 0, warp, lane,
-                                                   (float)rf.scale, rf.scale, wc, w, out);
+            update_rows<true>(s, r, next, r + 1, rows, 0, warp, lane, (float)rf.scale, rf.scale,
+                              wc, w, out);
         else
-            update_rows<false, float, PANEL_UNROLL>(s, r, next, r + 1, rows, 0, warp, lane, 0.0f,
-                                                    rf.scale, wc, w, out);
+            update_rows<false>(s, r, next, r + 1, rows, 0, warp, lane, 0.0f, rf.scale, wc, w, out);
     }
     __syncthreads();
     if (warp == 0 && pend_on) s[(w - 1) * PANEL_LD + lane] = pend;
