@@ -269,52 +269,6 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
     smem_store(s, hm, taum, info, n, lda, ex, bad);
 }
 
-// Reflector j of the one-barrier kernels and what their updates need of it.
-struct SmemStep {
-    Reflector rf;
-    // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was redone
-    // in double, so a float32 scale is exact to rounding.
-    bool fast;
-    float fs;
-
-    // v below the diagonal from x.
-    __device__ __forceinline__ float v(float x) const {
-        return fast ? x * fs : (float)((double)x * rf.scale);
-    }
-    // tau * v^T A[., k] from row j's entry of column k and the sum over the
-    // rows below j of x * A[., k]; 0 when tau = 0.
-    __device__ __forceinline__ float coeff(float row, float sum) const {
-        return rf.tau == 0.0f ? 0.0f
-                              : (float)((double)rf.tau * ((double)row + rf.scale * (double)sum));
-    }
-};
-
-// Reflector j from the pivot column `pc` (rows >= j) and the float sum
-// `xn2f` of its squares below row j; a sum under SMEM_TINY is redone in
-// double by the block (`xn2f` is shared, so the branch is uniform). Thread 0
-// stores tau and flags a non-finite one in `bad`.
-__device__ __forceinline__ SmemStep smem_step(const float* pc, float xn2f, int j, int n, double* scratch,
-                              float* taum, int& bad) {
-    double xn2 = (double)xn2f;
-    if (xn2 < SMEM_TINY) {
-        double q = 0.0;
-        for (int i = j + 1 + threadIdx.x; i < n; i += blockDim.x) {
-            const double x = (double)pc[i];
-            q += x * x;
-        }
-        xn2 = block_sum_f64(q, scratch);
-    }
-    SmemStep st;
-    st.rf = make_reflector(pc[j], xn2);
-    if (threadIdx.x == 0) {
-        taum[j] = st.rf.tau;
-        bad |= smem_nonfinite(st.rf.tau);
-    }
-    st.fast = fabs(st.rf.scale) < 1.0e30;
-    st.fs = (float)st.rf.scale;
-    return st;
-}
-
 // One block barrier per column. Step j reads what step j - 1 left behind:
 //   piv[j&1][i]  column j as updated by step j - 1 (rows >= j), and at
 //                row j - 1 that column's R entry;
@@ -373,9 +327,26 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
         float* pn = piv + ((j + 1) & 1) * n;
         const float* sc = sums + (j & 1) * n;
         float* sn = sums + ((j + 1) & 1) * n;
-        const SmemStep st = smem_step(pc, sc[j], j, n, scratch, taum, bad);
-        const Reflector& rf = st.rf;
-        // With tau = 0 the columns keep their bits (negative zeros included).
+        double xn2 = (double)sc[j];
+        // sc[j] is shared, so the whole block takes this branch or none.
+        if (xn2 < SMEM_TINY) {
+            double q = 0.0;
+            for (int i = j + 1 + tid; i < n; i += nt) {
+                const double x = (double)pc[i];
+                q += x * x;
+            }
+            xn2 = block_sum_f64(q, scratch);
+        }
+        const Reflector rf = make_reflector(pc[j], xn2);
+        if (tid == 0) {
+            taum[j] = rf.tau;
+            bad |= smem_nonfinite(rf.tau);
+        }
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+        // redone in double, so a float32 scale is exact to rounding. With
+        // tau = 0 the columns keep their bits (negative zeros included).
+        const bool fast = fabs(rf.scale) < 1.0e30;
+        const float fs = (float)rf.scale;
 
         // Column j to its place: row j - 1's R entry, beta, v (or x as it
         // is when tau = 0). Nothing else touches column j during this step.
@@ -383,18 +354,24 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
             const float x = pc[i];
             float y = x;
             if (i == j && rf.tau != 0.0f) y = rf.beta;
-            if (i > j && rf.tau != 0.0f) y = st.v(x);
+            if (i > j && rf.tau != 0.0f) y = fast ? x * fs : (float)((double)x * rf.scale);
             s[i * lda + j] = y;
         }
 
         const int lo = j + 1;
         if (lo < n) {
             // Coefficient of column j + 1, which every group updates for itself.
-            const float wn = st.coeff(s[j * lda + lo], sc[lo]);
+            const float wn =
+                rf.tau == 0.0f
+                    ? 0.0f
+                    : (float)((double)rf.tau * ((double)s[j * lda + lo] + rf.scale * (double)sc[lo]));
             for (int k = lo + grp; k < n; k += ngrp) {
                 const bool next = k == lo;
                 const float rk = s[j * lda + k];
-                const float wk = st.coeff(rk, sc[k]);
+                const float wk =
+                    rf.tau == 0.0f
+                        ? 0.0f
+                        : (float)((double)rf.tau * ((double)rk + rf.scale * (double)sc[k]));
                 if (sub == 0) {
                     if (next)
                         pn[j] = rk - wk;
@@ -419,7 +396,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
 #pragma unroll
                     for (int u = 0; u < 4; ++u) {
                         const int r = i + u * SMEM_TPC;
-                        const float v = st.v(x[u]);
+                        const float v = fast ? x[u] * fs : (float)((double)x[u] * rf.scale);
                         const float yn = rf.tau == 0.0f ? y[u] : fmaf(-v, wn, y[u]);
                         const float zn = rf.tau == 0.0f ? z[u] : fmaf(-v, wk, z[u]);
                         dst[r * dld] = zn;
@@ -427,7 +404,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
                     }
                 }
                 for (; i < n; i += SMEM_TPC) {
-                    const float v = st.v(pc[i]);
+                    const float v = fast ? pc[i] * fs : (float)((double)pc[i] * rf.scale);
                     const float y = s[i * lda + lo], z = s[i * lda + k];
                     const float yn = rf.tau == 0.0f ? y : fmaf(-v, wn, y);
                     const float zn = rf.tau == 0.0f ? z : fmaf(-v, wk, z);
@@ -522,20 +499,43 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
 
     for (int j = 0; j < n; ++j) {
         const int c = (j & 1) * np, d = np - c;  // this step's half, the next's
-        const SmemStep st = smem_step(px + c, sums[c + j], j, n, scratch, taum, bad);
-        const Reflector& rf = st.rf;
+        double xn2 = (double)sums[c + j];
+        // Shared, so the whole block takes this branch or none.
+        if (xn2 < SMEM_TINY) {
+            double q = 0.0;
+            for (int i = j + 1 + tid; i < n; i += blockDim.x) {
+                const double x = (double)px[c + i];
+                q += x * x;
+            }
+            xn2 = block_sum_f64(q, scratch);
+        }
+        const Reflector rf = make_reflector(px[c + j], xn2);
+        if (tid == 0) {
+            taum[j] = rf.tau;
+            bad |= smem_nonfinite(rf.tau);
+        }
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+        // redone in double, so a float32 scale is exact to rounding.
+        const bool fast = fabs(rf.scale) < 1.0e30;
+        const float fs = (float)rf.scale;
         if (k == j && rf.tau != 0.0f) {
             // The pivot's own group: beta and v, its final values.
 #pragma unroll
             for (int t = 0; t < SMEM_RT; ++t) {
                 const int r = sub + SMEM_TPC * t;
                 if (r == j) z[t] = rf.beta;
-                if (r > j) z[t] = st.v(z[t]);
+                if (r > j) z[t] = fast ? z[t] * fs : (float)((double)z[t] * rf.scale);
             }
         } else if (k > j && k < n) {
             const int lo = j + 1;
-            const float wn = st.coeff(row[c + lo], sums[c + lo]);
-            const float wk = st.coeff(row[c + k], sums[c + k]);
+            const float wn = rf.tau == 0.0f ? 0.0f
+                                            : (float)((double)rf.tau *
+                                                      ((double)row[c + lo] +
+                                                       rf.scale * (double)sums[c + lo]));
+            const float wk = rf.tau == 0.0f ? 0.0f
+                                            : (float)((double)rf.tau *
+                                                      ((double)row[c + k] +
+                                                       rf.scale * (double)sums[c + k]));
             float acc = 0.0f;
 #pragma unroll
             for (int t = 0; t < SMEM_RT; ++t) {
@@ -545,7 +545,8 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
                 if (SMEM_TPC * t + SMEM_TPC - 1 < j) continue;
                 if (r >= j && rf.tau != 0.0f) {
                     const float x = px[c + r];
-                    const float v = r == j ? 1.0f : st.v(x);
+                    const float v = r == j ? 1.0f
+                                           : (fast ? x * fs : (float)((double)x * rf.scale));
                     z[t] = fmaf(-v, wk, z[t]);
                     const float y = fmaf(-v, wn, py[c + r]);
                     acc = fmaf(r > lo ? y : 0.0f, z[t], acc);
