@@ -357,6 +357,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for two_step in [false, true] {
+        let t = Tuning {
+            panel_two_step: two_step,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &PANEL_CASES,
+            format!("panel two step {two_step}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
+    }
     for one_barrier in [false, true] {
         let t = Tuning {
             panel_one_barrier: one_barrier,

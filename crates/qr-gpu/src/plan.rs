@@ -104,6 +104,9 @@ pub struct PanelPlan {
     /// Whether a panel block alone meets its warps once per reflector
     /// (`Tuning::panel_one_barrier`).
     pub one_barrier: bool,
+    /// Whether that one-barrier panel takes two reflectors per barrier
+    /// where it may (`Tuning::panel_two_step`).
+    pub two_step: bool,
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
@@ -248,6 +251,7 @@ impl PanelPlan {
             pairs: self.row_pairs,
             quad: self.quad,
             one_barrier: self.one_barrier,
+            two_step: self.two_step,
         }
     }
 }
@@ -408,6 +412,7 @@ pub fn plan(
             row_pairs: tuning.panel_row_pairs,
             quad: tuning.panel_quad,
             one_barrier: tuning.panel_one_barrier,
+            two_step: tuning.panel_two_step,
             look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
         },

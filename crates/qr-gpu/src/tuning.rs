@@ -94,6 +94,13 @@ pub struct Tuning {
     /// unpadded rows and float partials, so that three 512-row panels fit
     /// an SM. Table "panel one barrier" (docs/perf/qr-gpu.md, session 9).
     pub panel_one_barrier: bool,
+    /// One-barrier panel: reflectors j and j + 1 from one barrier's sums
+    /// (the second column's norm below its pivot expanded from them, used
+    /// when cancellation leaves at least half its terms' magnitude) and one
+    /// pass over the rows for both; otherwise j alone. Off: written in
+    /// session 9 after its last device call, never run on a GPU
+    /// (docs/perf/qr-gpu.md, Session 9 "Leads").
+    pub panel_two_step: bool,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
@@ -157,6 +164,7 @@ impl Default for Tuning {
             panel_row_pairs: false,
             panel_quad: false,
             panel_one_barrier: true,
+            panel_two_step: false,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 512,
             cluster_min_blocks: 4,

@@ -162,15 +162,18 @@ fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The blocked panel with one block barrier per reflector
-/// (`Tuning::panel_one_barrier`, the default) and with two: see
-/// `panel_variant` (rank-deficient and 1e-30 inputs take its double redo).
+/// (`Tuning::panel_one_barrier`, the default), with two reflectors per
+/// barrier (`Tuning::panel_two_step`) and with two barriers per reflector:
+/// see `panel_variant` (rank-deficient and 1e-30 inputs take the double
+/// redo, nearly collinear columns the two-step loop's fallback).
 fn panel_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for one_barrier in [true, false] {
+    for (one_barrier, two_step) in [(true, false), (true, true), (false, false)] {
         let tuning = qr_gpu::Tuning {
             panel_one_barrier: one_barrier,
+            panel_two_step: two_step,
             ..qr_gpu::Tuning::default()
         };
-        let label = format!("panel one barrier {one_barrier}");
+        let label = format!("panel one barrier {one_barrier}, two step {two_step}");
         panel_variant(g, &tuning, Strategy::Blocked, &label, 1300)?;
     }
     Ok(())

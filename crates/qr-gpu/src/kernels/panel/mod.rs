@@ -22,6 +22,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_PAIRS",
         "PANEL_QUAD",
         "PANEL_ONEBAR",
+        "PANEL_TWOSTEP",
     ],
 };
 
@@ -73,6 +74,9 @@ pub(crate) struct Variant {
     /// A block alone meets its warps once per reflector instead of twice
     /// (`Tuning::panel_one_barrier`; only without `pairs` and `quad`).
     pub one_barrier: bool,
+    /// The one-barrier loop takes two reflectors per barrier where the
+    /// second column's norm allows (`Tuning::panel_two_step`).
+    pub two_step: bool,
 }
 
 impl Variant {
@@ -83,11 +87,13 @@ impl Variant {
         let cluster = meeting.cluster_size() > 0;
         let pairs = self.pairs && !cluster && threads == 256;
         let quad = self.quad && !cluster && !pairs;
+        let one_barrier = self.one_barrier && meeting == Meeting::Alone && !pairs && !quad;
         Variant {
             push: self.push && cluster,
             pairs,
             quad,
-            one_barrier: self.one_barrier && meeting == Meeting::Alone && !pairs && !quad,
+            one_barrier,
+            two_step: one_barrier && self.two_step,
         }
     }
 
@@ -127,6 +133,10 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
         (
             "PANEL_ONEBAR".to_string(),
             u8::from(v.one_barrier).to_string(),
+        ),
+        (
+            "PANEL_TWOSTEP".to_string(),
+            u8::from(v.two_step).to_string(),
         ),
     ]
 }

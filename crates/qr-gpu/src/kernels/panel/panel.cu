@@ -63,6 +63,12 @@
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
+#ifndef PANEL_TWOSTEP
+#error "PANEL_TWOSTEP (1: the one-barrier loop takes two reflectors per barrier where it may) must be defined by the plan"
+#endif
+#if PANEL_TWOSTEP && !PANEL_ONEBAR
+#error "PANEL_TWOSTEP needs PANEL_ONEBAR"
+#endif
 #if PANEL_ONEBAR && (PANEL_CLUSTER > 0 || PANEL_PAIRS || PANEL_QUAD)
 #error "PANEL_ONEBAR is the plain row update of a block alone: no clusters, PANEL_PAIRS or PANEL_QUAD"
 #endif
@@ -90,7 +96,10 @@
 // Blocks per SM the register budget must allow: five 256-thread blocks (the
 // most whose panels fit the H200's shared memory once the panel has 256 rows or
 // fewer) need at most 48 registers a thread.
-#define PANEL_MIN_BLOCKS (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? 1280 / PANEL_THREADS : 1)
+// The two-step loop keeps twice the sums and both reflectors live: at 48
+// registers it spills (NVRTC 13.5), at 64 (four blocks) it does not.
+#define PANEL_MIN_BLOCKS \
+    (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? (PANEL_TWOSTEP ? 1024 : 1280) / PANEL_THREADS : 1)
 // 2^-60: below it a scaled squared norm may have lost bits to underflow.
 #define PANEL_TINY 8.673617379884035e-19
 
@@ -126,6 +135,109 @@ __device__ __forceinline__ double warps_sum(const float (&x)[PANEL_WARPS]) {
 #pragma unroll
         for (int q = 0; q + h < PANEL_WARPS; q += 2 * h) y[q] += y[q + h];
     return y[0];
+}
+#endif
+
+#if PANEL_TWOSTEP
+// Two reflectors per barrier (PANEL_TWOSTEP). Before column j the loop holds,
+// for every lane's column c, the sums over the rows below j + 1 (both pivot
+// rows excluded) P[c] = sum A[., j] A[., c] and Q[c] = sum A[., j+1] A[., c].
+// Reflector j takes the pivot rows' terms from the rows themselves. When
+// the second column's norm below its pivot after H_j, expanded from the
+// sums, loses at most half of its terms' magnitude to cancellation (and is
+// not tiny), reflectors j and j+1 are formed at once and one pass over the
+// rows applies both; otherwise (the nearly collinear, the rank-deficient)
+// reflector j is formed alone, from the same sums, as the one-barrier loop
+// does. Either pass leaves the next column's P and Q.
+
+// The sums of columns 0 and 1 over rows 2.. into (outp, outq)[warp].
+__device__ __forceinline__ void pair_dots(const float* s, int rows, int warp, int lane,
+                                          float (*outp)[PANEL_NB], float (*outq)[PANEL_NB]) {
+    float ap[2] = {0.0f, 0.0f}, aq[2] = {0.0f, 0.0f};
+    int lr = 2 + warp;
+    for (; lr + PANEL_WARPS < rows; lr += 2 * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+            const float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
+            const float a = row[lane];
+            ap[u] = fmaf(row[0], a, ap[u]);
+            aq[u] = fmaf(row[1], a, aq[u]);
+        }
+    }
+    if (lr < rows) {
+        const float* row = s + lr * PANEL_LD;
+        const float a = row[lane];
+        ap[0] = fmaf(row[0], a, ap[0]);
+        aq[0] = fmaf(row[1], a, aq[0]);
+    }
+    outp[warp][lane] = (float)((double)ap[0] + (double)ap[1]);
+    outq[warp][lane] = (float)((double)aq[0] + (double)aq[1]);
+}
+
+// Reflector j alone on rows j+1..rows (as update_rows), leaving the sums of
+// columns j+1 and j+2 over the rows below j + 2.
+template <bool fast>
+__device__ __forceinline__ void pass_one(float* s, int j, int rows, int warp, int lane, float fs,
+                                         double scale, float wc, int w, float (*outp)[PANEL_NB],
+                                         float (*outq)[PANEL_NB]) {
+    const bool store = lane >= j && lane < w;
+    const int sp = min(j + 1, PANEL_NB - 1), sq = min(j + 2, PANEL_NB - 1);
+    float ap[4] = {0.0f, 0.0f, 0.0f, 0.0f}, aq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int l0 = j + 1 + warp; l0 < rows; l0 += 4 * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int l = l0 + u * PANEL_WARPS;
+            // Warp-uniform: the shuffles need every lane.
+            if (l < rows) {
+                float* row = s + l * PANEL_LD;
+                const float x = row[j];
+                const float v = fast ? x * fs : (float)((double)x * scale);
+                const float a = lane == j ? v : fmaf(-v, wc, row[lane]);
+                if (store) row[lane] = a;
+                const float yp = __shfl_sync(0xffffffffu, a, sp);
+                const float yq = __shfl_sync(0xffffffffu, a, sq);
+                const bool in = l > j + 2;
+                ap[u] = fmaf(in ? yp : 0.0f, a, ap[u]);
+                aq[u] = fmaf(in ? yq : 0.0f, a, aq[u]);
+            }
+        }
+    }
+    outp[warp][lane] = (float)(((double)ap[0] + (double)ap[1]) + ((double)ap[2] + (double)ap[3]));
+    outq[warp][lane] = (float)(((double)aq[0] + (double)aq[1]) + ((double)aq[2] + (double)aq[3]));
+}
+
+// Reflectors j and j+1 on rows j+2..rows: v0 = x fs0, the second column
+// y1 = y - v0 w0n, v1 = y1 fs1, and lane c takes A[., c] - v0 w0c - v1 w1c
+// (w0c, w1c are 0 where a reflector leaves the column alone). Leaves the
+// sums of columns j+2 and j+3 over the rows below j + 3.
+__device__ __forceinline__ void pass_two(float* s, int j, int rows, int warp, int lane, float fs0,
+                                         float fs1, float w0c, float w0n, float w1c, int w,
+                                         float (*outp)[PANEL_NB], float (*outq)[PANEL_NB]) {
+    const bool store = lane >= j && lane < w;
+    const int sp = min(j + 2, PANEL_NB - 1), sq = min(j + 3, PANEL_NB - 1);
+    float ap[4] = {0.0f, 0.0f, 0.0f, 0.0f}, aq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    for (int l0 = j + 2 + warp; l0 < rows; l0 += 4 * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const int l = l0 + u * PANEL_WARPS;
+            if (l < rows) {
+                float* row = s + l * PANEL_LD;
+                const float x = row[j], y = row[j + 1], a = row[lane];
+                const float v0 = x * fs0;
+                const float v1 = fmaf(-v0, w0n, y) * fs1;
+                const float a2 = fmaf(-v1, w1c, fmaf(-v0, w0c, a));
+                const float o = lane == j ? v0 : (lane == j + 1 ? v1 : a2);
+                if (store) row[lane] = o;
+                const float yp = __shfl_sync(0xffffffffu, o, sp);
+                const float yq = __shfl_sync(0xffffffffu, o, sq);
+                const bool in = l > j + 3;
+                ap[u] = fmaf(in ? yp : 0.0f, o, ap[u]);
+                aq[u] = fmaf(in ? yq : 0.0f, o, aq[u]);
+            }
+        }
+    }
+    outp[warp][lane] = (float)(((double)ap[0] + (double)ap[1]) + ((double)ap[2] + (double)ap[3]));
+    outq[warp][lane] = (float)(((double)aq[0] + (double)aq[1]) + ((double)aq[2] + (double)aq[3]));
 }
 #endif
 
@@ -508,7 +620,8 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
                      int n, int p, int w, int groups, int mat0) {
     // 16-byte aligned: PANEL_QUAD moves rows as 16-byte quads.
     extern __shared__ __attribute__((aligned(16))) float s[];
-    __shared__ double red[PANEL_WARPS][PANEL_NB];
+    // Two-step: two buffers of P and Q float partials in the room of two.
+    __shared__ double red[PANEL_WARPS * (PANEL_TWOSTEP ? 2 : 1)][PANEL_NB];
     __shared__ double gram[PANEL_NB][PANEL_NB + 1];
     __shared__ float taus[PANEL_NB];
 #if !PANEL_ONEBAR
@@ -597,7 +710,133 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     }
     __syncthreads();
 
-#if PANEL_ONEBAR
+#if PANEL_TWOSTEP
+    float(*rq)[2][PANEL_WARPS][PANEL_NB] = reinterpret_cast<float(*)[2][PANEL_WARPS][PANEL_NB]>(red);
+    pair_dots(s, rows, warp, lane, rq[0][0], rq[0][1]);
+    // Up to two pivot rows of the previous step, stored after the next barrier.
+    float pend0 = 0.0f, pend1 = 0.0f;
+    int prow0 = 0, prow1 = 0;
+    bool pon0 = false, pon1 = false;
+    int par = 0;
+    for (int j = 0; j < w; par ^= 1) {
+        __syncthreads();  // rq[par]: column j's P and Q; s: the updated panel
+        if (warp == 0) {
+            if (pon0) s[prow0 * PANEL_LD + lane] = pend0;
+            if (pon1) s[prow1 * PANEL_LD + lane] = pend1;
+        }
+        double pl, ql;  // P[lane], Q[lane]
+        {
+            float x[PANEL_WARPS];
+#pragma unroll
+            for (int q = 0; q < PANEL_WARPS; ++q) x[q] = rq[par][0][q][lane];
+            pl = warps_sum(x);
+#pragma unroll
+            for (int q = 0; q < PANEL_WARPS; ++q) x[q] = rq[par][1][q][lane];
+            ql = warps_sum(x);
+        }
+        const float arow = s[j * PANEL_LD + lane];
+        const float brow = j + 1 < rows ? s[(j + 1) * PANEL_LD + lane] : 0.0f;
+        const float alpha = __shfl_sync(0xffffffffu, arow, j);
+        const float x1 = __shfl_sync(0xffffffffu, brow, j);  // A[j+1][j]
+        // Column j's products with this lane's column over the rows below j.
+        const double sl = (double)x1 * (double)brow + pl;
+        const double sj = __shfl_sync(0xffffffffu, sl, j);  // ||x[1..]||^2
+        // Every value below is the same in every thread: uniform branches.
+        bool two = false;
+        if (j + 1 < w && sj >= PANEL_TINY) {
+            const Reflector r0 = scaled_reflector(alpha, sj);
+            const double s0 = r0.scale;
+            const double vta0 = (double)arow + s0 * sl;  // v_j^T A[., lane]
+            const float w0c = lane > j && lane < w ? (float)((double)r0.tau * vta0) : 0.0f;
+            const float w0n = __shfl_sync(0xffffffffu, w0c, j + 1);
+            const double pjn = __shfl_sync(0xffffffffu, pl, j + 1);  // sum x y
+            const double pjj = __shfl_sync(0xffffffffu, pl, j);      // sum x^2
+            const double qnn = __shfl_sync(0xffffffffu, ql, j + 1);  // sum y^2
+            // ||y - al x||^2 below row j + 1: column j+1 after H_j.
+            const double al = s0 * (double)w0n;
+            const double t1 = 2.0 * al * pjn, t2 = al * al * pjj;
+            const double xn2b = (qnn - t1) + t2;
+            if (xn2b >= PANEL_TINY && xn2b >= 0.5 * (qnn + fabs(t1) + t2)) {
+                two = true;
+                const float fs0 = (float)s0;
+                // Row j + 1 after H_j (lane j: v_j's entry there).
+                const float v01 = x1 * fs0;
+                const float b1 = lane == j ? v01 : fmaf(-v01, w0c, brow);
+                const float alpha1 = __shfl_sync(0xffffffffu, b1, j + 1);
+                const Reflector r1 = scaled_reflector(alpha1, xn2b);
+                const double s1 = r1.scale;
+                // sum (y - al x)(a - bl x) below row j + 1, bl this lane's al.
+                const double bl = s0 * (double)w0c;
+                const double qp = ((ql - bl * pjn) - al * pl) + al * bl * pjj;
+                const double vta1 = (double)b1 + s1 * qp;  // v_{j+1}^T A'[., lane]
+                const float w1c = lane > j + 1 && lane < w ? (float)((double)r1.tau * vta1) : 0.0f;
+                if (warp == 0) {
+                    gram[lane][j] = lane < j ? vta0 : 0.0;
+                    gram[lane][j + 1] = lane < j ? vta1
+                                        : lane == j ? (double)v01 + s0 * s1 * (pjn - al * pjj)
+                                                    : 0.0;
+                    if (lane == 0) {
+                        taus[j] = r0.tau;
+                        taus[j + 1] = r1.tau;
+                    }
+                }
+                pon0 = pon1 = lane >= j && lane < w;
+                prow0 = j;
+                prow1 = j + 1;
+                pend0 = lane == j ? r0.beta : arow - w0c;
+                pend1 = lane == j + 1 ? r1.beta : (lane == j ? v01 : b1 - w1c);
+                pass_two(s, j, rows, warp, lane, fs0, (float)s1, w0c, w0n, w1c, w,
+                         rq[par ^ 1][0], rq[par ^ 1][1]);
+            }
+        }
+        if (two) {
+            j += 2;
+            continue;
+        }
+        double tl = sl, tr = sj;
+        const bool tiny = tr < PANEL_TINY;
+        if (tiny) {
+            __syncthreads();  // every warp has read rq[par]; red is free as doubles
+            double acc = 0.0;
+            for (int lr = j + 1 + warp; lr < rows; lr += PANEL_WARPS)
+                acc += (double)s[lr * PANEL_LD + j] * (double)s[lr * PANEL_LD + lane];
+            red[warp][lane] = acc;
+            __syncthreads();
+            tl = 0.0;
+#pragma unroll
+            for (int q = 0; q < PANEL_WARPS; ++q) tl += red[q][lane];
+            tr = __shfl_sync(0xffffffffu, tl, j);
+            __syncthreads();  // read before the pass stores float partials over them
+        }
+        const Reflector rf = tiny ? make_reflector(alpha, tr) : scaled_reflector(alpha, tr);
+        const double vta = (double)arow + rf.scale * tl;
+        float wc = 0.0f;
+        if (lane > j && lane < w && rf.tau != 0.0f) wc = (float)((double)rf.tau * vta);
+        if (warp == 0) {
+            gram[lane][j] = lane < j ? vta : 0.0;
+            if (lane == 0) taus[j] = rf.tau;
+        }
+        pon0 = rf.tau != 0.0f && lane >= j && lane < w;
+        pon1 = false;
+        prow0 = j;
+        pend0 = lane == j ? rf.beta : arow - wc;
+        if (rf.tau == 0.0f)
+            pass_one<true>(s, j, rows, warp, lane, 1.0f, 1.0, wc, w, rq[par ^ 1][0], rq[par ^ 1][1]);
+        else if (fabs(rf.scale) < 1.0e30)
+            pass_one<true>(s, j, rows, warp, lane, (float)rf.scale, rf.scale, wc, w,
+                           rq[par ^ 1][0], rq[par ^ 1][1]);
+        else
+            pass_one<false>(s, j, rows, warp, lane, 0.0f, rf.scale, wc, w, rq[par ^ 1][0],
+                            rq[par ^ 1][1]);
+        j += 1;
+    }
+    __syncthreads();
+    if (warp == 0) {
+        if (pon0) s[prow0 * PANEL_LD + lane] = pend0;
+        if (pon1) s[prow1 * PANEL_LD + lane] = pend1;
+    }
+    __syncthreads();
+#elif PANEL_ONEBAR
     // Two buffers of float partials in the room of red.
     float(*redf)[PANEL_WARPS][PANEL_NB] = reinterpret_cast<float(*)[PANEL_WARPS][PANEL_NB]>(red);
     dot_rows(s, 0, 1, rows, warp, lane, redf[0]);
