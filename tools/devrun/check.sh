@@ -12,6 +12,9 @@
 #   bash tools/devrun/check.sh NAME anchor SUBSTR... also the seed on the
 #                                                    cases whose spec
 #                                                    contains a SUBSTR
+#   SWEEP="KNOB,KNOB" bash tools/devrun/check.sh ... also bench_suite's
+#                                                    sweep of those knobs
+#                                                    (after the suite)
 set -uo pipefail
 name=${1:?usage: check.sh NAME [anchor SUBSTR...]}
 shift
@@ -29,6 +32,9 @@ t() {
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/log.txt" 2>&1
 QR_REQUIRE_GPU=1 t gpu_tests timeout 240 "$bin/gpu_tests" >"$out/gpu_tests.log" 2>&1
 t suite timeout 90 "$bin/qr" suite --backend gpu --set benchmarks >"$out/suite.txt" 2>&1
+if [ -n "${SWEEP:-}" ]; then
+    t sweep timeout 150 "$bin/bench_suite" --sweep --only "$SWEEP" >"$out/sweep.txt" 2>&1
+fi
 for s in 640,512,2,dense 60,1024,2,dense 8,2048,1,dense 40,176,1,dense; do
     echo "== $s" >>"$out/ncu.csv"
     t "ncu_$s" timeout 60 ncu --metrics gpu__time_duration.sum,launch__registers_per_thread \
