@@ -213,7 +213,15 @@ impl fmt::Display for Plan {
                         self.panel.rows_per_thread
                     )
                 } else {
-                    String::new()
+                    let v = self
+                        .panel
+                        .variant()
+                        .effective(self.panel.meeting(self.strategy), self.panel.threads);
+                    match (v.one_barrier, v.two_step) {
+                        (true, true) => ", two reflectors per barrier where they may".to_string(),
+                        (true, false) => ", one barrier per reflector".to_string(),
+                        _ => String::new(),
+                    }
                 },
                 if self.panel.tensor_trailing {
                     format!(

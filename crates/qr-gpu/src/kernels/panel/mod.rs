@@ -83,7 +83,7 @@ impl Variant {
     /// The variant's flags as compiled for `meeting` and blocks of
     /// `threads`: each applies only where the kernel supports it (the row
     /// pairs' row map is written for eight warps).
-    fn effective(self, meeting: Meeting, threads: u32) -> Variant {
+    pub(crate) fn effective(self, meeting: Meeting, threads: u32) -> Variant {
         let cluster = meeting.cluster_size() > 0;
         let pairs = self.pairs && !cluster && threads == 256;
         let quad = self.quad && !cluster && !pairs;
