@@ -111,6 +111,9 @@ const FEW_CASES: [&str; 6] = [
     "20,1024,1,dense",
 ];
 
+/// Sets one on/off switch of a tuning.
+type SetSwitch = fn(&mut Tuning, bool);
+
 /// One sweep row: case, knob label, forced strategy, tuning.
 type Variant = (&'static str, String, Option<Strategy>, Tuning);
 
@@ -323,18 +326,26 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    for pairs in [false, true] {
-        let t = Tuning {
-            panel_row_pairs: pairs,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &PANEL_CASES,
-            format!("panel row pairs {pairs}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
+    // Switches of the shared-memory panel kernel, each off and on, forced
+    // `blocked` on the panel cases.
+    let panel_switches: [(&str, SetSwitch); 4] = [
+        ("panel row pairs", |t, on| t.panel_row_pairs = on),
+        ("panel two step", |t, on| t.panel_two_step = on),
+        ("panel one barrier", |t, on| t.panel_one_barrier = on),
+        ("panel quad", |t, on| t.panel_quad = on),
+    ];
+    for (knob, set) in panel_switches {
+        for on in [false, true] {
+            let mut t = base.clone();
+            set(&mut t, on);
+            add(
+                &mut variants,
+                &PANEL_CASES,
+                format!("{knob} {on}"),
+                Some(Strategy::Blocked),
+                &t,
+            );
+        }
     }
     add(
         &mut variants,
@@ -353,45 +364,6 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &mut variants,
             &FEW_CASES,
             format!("few matrices blocked {th}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
-    }
-    for two_step in [false, true] {
-        let t = Tuning {
-            panel_two_step: two_step,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &PANEL_CASES,
-            format!("panel two step {two_step}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
-    }
-    for one_barrier in [false, true] {
-        let t = Tuning {
-            panel_one_barrier: one_barrier,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &PANEL_CASES,
-            format!("panel one barrier {one_barrier}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
-    }
-    for quad in [false, true] {
-        let t = Tuning {
-            panel_quad: quad,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &PANEL_CASES,
-            format!("panel quad {quad}"),
             Some(Strategy::Blocked),
             &t,
         );
