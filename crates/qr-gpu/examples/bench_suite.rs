@@ -168,6 +168,28 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // The staged tensor update (A2 kept in shared memory between its passes)
+    // by pipeline depth and warps, with the planner's own warps first.
+    for (depth, warps) in [(0u32, 0u32), (2, 0), (3, 0), (4, 0), (3, 8), (3, 4)] {
+        let t = Tuning {
+            tensor_stage_depth: depth,
+            tensor_warps: warps,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+            ],
+            format!("tensor stage {depth} warps {warps}"),
+            None,
+            &t,
+        );
+    }
     for warps in [8u32, 4] {
         let t = Tuning {
             tensor_warps: warps,
@@ -330,7 +352,10 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     // `blocked` on the panel cases.
     let panel_switches: [(&str, SetSwitch); 4] = [
         ("panel row pairs", |t, on| t.panel_row_pairs = on),
-        ("panel two step", |t, on| t.panel_two_step = on),
+        ("panel two step", |t, on| {
+            t.panel_two_step = on;
+            t.blocked_tall_panel_two_step = on;
+        }),
         ("panel one barrier", |t, on| t.panel_one_barrier = on),
         ("panel quad", |t, on| t.panel_quad = on),
     ];

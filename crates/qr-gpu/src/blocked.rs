@@ -261,6 +261,10 @@ fn tensor_update(
             mats,
             prefetch,
             warps,
+            trailing_tc::Staging {
+                depth: plan.panel.tensor_stage_depth,
+                max_rows: plan.panel.tensor_stage_max_rows,
+            },
         )?;
     }
     Ok(())

@@ -112,6 +112,12 @@ pub struct PanelPlan {
     pub look_ahead: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
+    /// Depth of the tensor-core update's cp.async pipeline that keeps A2 in
+    /// shared memory between its two passes; 0 streams A2 from global
+    /// memory twice (`Tuning::tensor_stage_depth`).
+    pub tensor_stage_depth: u32,
+    /// Most trailing rows the staged update holds (`Tuning::tensor_stage_max_rows`).
+    pub tensor_stage_max_rows: usize,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -423,6 +429,8 @@ pub fn plan(
             two_step: tuning.panel_two_step,
             look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
+            tensor_stage_depth: tuning.tensor_stage_depth,
+            tensor_stage_max_rows: tuning.tensor_stage_max_rows,
         },
         reason,
     };
@@ -464,6 +472,7 @@ pub fn plan(
             }
             if shape.batch() <= device.sm_count as usize && n >= tuning.blocked_tall_panel_rows {
                 p.panel.threads = tuning.blocked_tall_panel_threads;
+                p.panel.two_step |= tuning.blocked_tall_panel_two_step;
             }
             if let Some(threads) = tuning.reg_panel_threads_for(n) {
                 p.panel.threads = threads;

@@ -97,9 +97,11 @@ pub struct Tuning {
     /// One-barrier panel: reflectors j and j + 1 from one barrier's sums
     /// (the second column's norm below its pivot expanded from them, used
     /// when cancellation leaves at least half its terms' magnitude) and one
-    /// pass over the rows for both; otherwise j alone. Off: written in
-    /// session 9 after its last device call, never run on a GPU
-    /// (docs/perf/qr-gpu.md, Session 9 "Leads").
+    /// pass over the rows for both; otherwise j alone. Off for every panel:
+    /// 1-6% slower at 40 x 176, 40 x 352 and 640 x 512 on the H200, 2%
+    /// faster at 60 x 1024, which takes it through
+    /// `blocked_tall_panel_two_step` (docs/perf/qr-gpu.md, table "panel two
+    /// step", session 10).
     pub panel_two_step: bool,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
@@ -110,6 +112,12 @@ pub struct Tuning {
     /// See `blocked_tall_panel_threads`: 40 x 176 and 40 x 240 were fastest
     /// at 256-384 threads, 512 lost 6% and 5% there.
     pub blocked_tall_panel_rows: usize,
+    /// Those tall panels take two reflectors per barrier where they may
+    /// (`panel_two_step` for them alone): 60 x 1024 at 512 threads 5156.6
+    /// against 5260.6 us, while 40 x 176, 40 x 352 and 640 x 512 (256
+    /// threads) were 1-6% slower with it (docs/perf/qr-gpu.md, table "panel
+    /// two step", session 10).
+    pub blocked_tall_panel_two_step: bool,
     /// Few matrices whose panel fits one block: a cluster of fewer blocks
     /// loses to the one-barrier panel of a block alone (table "few
     /// matrices", session 9: 40 x 176 cluster of 2 390.8 us vs block alone
@@ -140,6 +148,15 @@ pub struct Tuning {
     /// 8 x 2048 (1.9) and 2 x 4096 (1): docs/perf/qr-gpu.md, table "tensor
     /// warps", session 7; 16 lies between 7 and 36 (their geometric middle).
     pub tensor_warps4_min_waves: u32,
+    /// Tensor-core update: depth of the cp.async pipeline that keeps each
+    /// block's A2 tile in shared memory from the W pass to the update pass
+    /// (A2 read from global memory once, V through a ring of this many
+    /// 16-row slabs per warp); 0 streams A2 twice. Same bits either way.
+    /// Written in session 10, not yet measured (docs/perf/qr-gpu.md,
+    /// Session 10).
+    pub tensor_stage_depth: u32,
+    /// Most trailing rows a staged block holds (taller updates stream).
+    pub tensor_stage_max_rows: usize,
 }
 
 impl Default for Tuning {
@@ -167,11 +184,14 @@ impl Default for Tuning {
             panel_two_step: false,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 512,
+            blocked_tall_panel_two_step: true,
             cluster_min_blocks: 4,
             cluster_max_block_rows: 192,
             look_ahead: true,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
+            tensor_stage_depth: 0,
+            tensor_stage_max_rows: 1024,
         }
     }
 }

@@ -171,6 +171,7 @@ fn panel_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let tuning = qr_gpu::Tuning {
             panel_one_barrier: one_barrier,
             panel_two_step: two_step,
+            blocked_tall_panel_two_step: two_step,
             ..qr_gpu::Tuning::default()
         };
         let label = format!("panel one barrier {one_barrier}, two step {two_step}");
@@ -376,6 +377,35 @@ fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let two = geqrf(&b, sp.shape()?, &a)?;
         if one.h != two.h || one.tau != two.tau {
             return Err(format!("{s} tensor warps 4: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
+/// The tensor-core update with A2 staged in shared memory
+/// (`Tuning::tensor_stage_depth`): on every panel strategy, sizes around
+/// its row steps and the staging limit (tall updates stream, later ones
+/// stage), every distribution, each bitwise equal to the streaming update
+/// (the same products summed in the same order).
+fn tensor_stage(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for (depth, warps, max_rows) in [(3u32, 4u32, 1024usize), (2, 8, 300), (4, 4, 4096)] {
+        for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
+            let base = qr_gpu::Tuning {
+                tensor_warps: warps,
+                ..qr_gpu::Tuning::default()
+            };
+            let plain = (**g)
+                .clone()
+                .with_strategy(Some(s))
+                .with_tuning(base.clone());
+            let staged = plain.clone().with_tuning(qr_gpu::Tuning {
+                tensor_stage_depth: depth,
+                tensor_stage_max_rows: max_rows,
+                ..base
+            });
+            let specs = sizes_and_cases(&[33, 65, 200, 513, 1000], (3, 300, 0.0), 30);
+            let label = format!("{s} tensor stage {depth} warps {warps} rows {max_rows}");
+            same_bits(&staged, &plain, &specs, 1400, &label)?;
         }
     }
     Ok(())
@@ -719,7 +749,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 17] = [
+    let plain: [(&str, Test); 18] = [
         ("sgemm_trailing", sgemm_trailing),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),
@@ -735,6 +765,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("register_panel", register_panel),
         ("cluster_push_meet", cluster_push_meet),
         ("tensor_warps_4", tensor_warps_4),
+        ("tensor_stage", tensor_stage),
         ("panel_row_pairs", panel_row_pairs),
         ("panel_quad", panel_quad),
         ("panel_barriers", panel_barriers),

@@ -1,6 +1,7 @@
 //! Launcher of the fused tensor-core trailing update (launch contract:
 //! `README.md` beside the kernel; measurements: `docs/perf/trailing_tc.md`).
 
+use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
@@ -25,6 +26,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_FLUSH",
         "TC_PREFETCH",
         "TC_VEC4",
+        "TC_STAGE",
     ],
 };
 
@@ -44,8 +46,10 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// per block, with 16-byte accesses when every A2 row is 16-byte aligned.
 /// `prefetch` loads the next slab before the current one's mma; it needs
 /// about 180 registers, so it runs half the blocks per SM
-/// (`Tuning::tensor_prefetch`).
-pub(crate) fn defines(vec4: bool, prefetch: bool, warps: u32) -> Vec<(String, String)> {
+/// (`Tuning::tensor_prefetch`). `stage` (0: off) is the depth of the
+/// cp.async pipeline that keeps the block's A2 tile in shared memory
+/// between the two passes (`Tuning::tensor_stage_depth`).
+pub(crate) fn defines(vec4: bool, prefetch: bool, warps: u32, stage: u32) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
     let blocks = WARPS_PER_SM / warps / if prefetch { 2 } else { 1 };
     [
@@ -56,6 +60,7 @@ pub(crate) fn defines(vec4: bool, prefetch: bool, warps: u32) -> Vec<(String, St
         ("TC_FLUSH", "1".to_string()),
         ("TC_PREFETCH", u8::from(prefetch).to_string()),
         ("TC_VEC4", u8::from(vec4).to_string()),
+        ("TC_STAGE", stage.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -91,9 +96,30 @@ pub(crate) struct Operands {
     pub panel_col: usize,
 }
 
+/// Dynamic shared memory of the staged kernel: each warp's ring of
+/// `depth` 16-row V slabs, then the A2 tile (`nrow` rounded up to 16 rows
+/// of 32 columns).
+pub(crate) fn stage_bytes(warps: u32, depth: u32, nrow: usize) -> usize {
+    let slab = 16 * BN * std::mem::size_of::<f32>();
+    (warps * depth) as usize * slab + nrow.div_ceil(16) * slab
+}
+
+/// How the update stages its operands through shared memory
+/// (`Tuning::tensor_stage_depth`, `Tuning::tensor_stage_max_rows`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Staging {
+    /// cp.async pipeline depth; 0 never stages.
+    pub depth: u32,
+    /// Most A2 rows a staged block holds; taller updates stream from global
+    /// memory twice.
+    pub max_rows: usize,
+}
+
 /// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
 /// width `w`, with the next slab prefetched when `prefetch`, blocks of
-/// `warps` (4 or 8) warps.
+/// `warps` (4 or 8) warps, A2 kept in shared memory between the passes
+/// where `staging` allows it and the tile fits beside a resident block.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
     stream: &CudaStream,
@@ -102,18 +128,40 @@ pub(crate) fn launch(
     mats: usize,
     prefetch: bool,
     warps: u32,
+    staging: Staging,
 ) -> Result<(), QrError> {
     if ntrail == 0 || mats == 0 {
         return Ok(());
     }
     let vec4 = op.lda % 4 == 0 && op.a % 16 == 0 && op.src % 16 == 0;
     let warps = if warps == 4 { 4 } else { 8 };
-    let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps), APPLY)?;
+    let depth = staging.depth.min(8);
+    let mut stage = 0;
+    let mut smem = 0;
+    if depth > 0 && vec4 && !prefetch && nrow <= staging.max_rows {
+        let bytes = stage_bytes(warps, depth, nrow);
+        let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, depth), APPLY)?;
+        if bytes <= engine.info().smem_per_block_optin {
+            f.set_attribute(
+                FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                bytes as i32,
+            )
+            .ctx("raising the shared-memory limit of trailing_tc_apply_f32")?;
+            // Static shared memory comes on top: stage only if a block fits.
+            let fits = f
+                .occupancy_max_active_blocks_per_multiprocessor(32 * warps, bytes, None)
+                .ctx("trailing_tc occupancy")?;
+            if fits > 0 {
+                (stage, smem) = (depth, bytes);
+            }
+        }
+    }
+    let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, stage), APPLY)?;
     let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(blocks)?, 1, 1),
         block_dim: (32 * warps, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: smem as u32,
     };
     let int = |x: usize| -> Result<i32, QrError> {
         i32::try_from(x).map_err(|_| QrError::Unsupported {
@@ -142,6 +190,8 @@ pub(crate) fn launch(
     // offsets inside `src` (H itself or the input, of H's shape), V and T inside the
     // workspace sized for the batch at these strides; the kernel writes only
     // A2 and reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
+    // Staged, its dynamic shared memory is `stage_bytes` of these warps,
+    // this depth and these rows, within the limit just raised.
     unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;
     Ok(())
 }

@@ -65,6 +65,12 @@
 #ifndef TC_VEC4
 #error "TC_VEC4 (1: A2 rows are 16-byte aligned, lda % 4 == 0) must be defined by the plan"
 #endif
+#ifndef TC_STAGE
+#error "TC_STAGE (0, or the depth of the cp.async pipeline that keeps A2 in shared memory) must be defined by the plan"
+#endif
+#if TC_STAGE && (TC_BN != 32 || !TC_VEC4 || TC_PREFETCH)
+#error "TC_STAGE needs TC_BN 32, TC_VEC4 1 and TC_PREFETCH 0"
+#endif
 
 #define TC_NB 32                     // panel width: V columns, T order
 #define TC_THREADS (TC_WARPS * 32)
@@ -383,6 +389,103 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
     }
 }
 
+#if TC_STAGE
+// ---- staging through shared memory (TC_STAGE = pipeline depth D) ----
+//
+// The block's whole A2 tile (nrow rounded up to 16 rows, 32 columns) stays
+// in dynamic shared memory from the W pass to the update pass, so A2 is
+// read from global memory once instead of twice; V's 16-row slabs pass
+// through a ring of D slots per warp. Every copy is a 16-byte cp.async
+// issued D - 1 slabs ahead of its use, so a warp never waits on a global
+// load it has just issued. Each warp stages exactly the rows it consumes
+// (a W slab and an update tile of warp k cover the same 16 rows), so only
+// __syncwarp orders the copies and their readers. Rows past nrow and
+// columns past the tile's edge are zero-filled by the copy itself.
+//
+// A row is eight 16-byte units; unit u of row r lives at u ^ tc_swz(r).
+// The W pass's quarter-warps read units {2k, 2k + 1} of four consecutive
+// rows, the update's read units 4c + 0..3 of two rows r, r + 1 with r
+// even: with swz(r) = 4 (r & 1) | (r & 2) both touch eight distinct units,
+// so neither pass has a bank conflict.
+__device__ __forceinline__ int tc_swz(int row) { return ((row & 1) << 2) | (row & 2); }
+
+__device__ __forceinline__ unsigned tc_smem_u32(const void* p) {
+    unsigned r;
+    asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(r) : "l"(p));
+    return r;
+}
+
+// 16 bytes from global `src` to shared `dst`; `bytes` 0 writes zeros and reads nothing.
+__device__ __forceinline__ void tc_cp16(float* dst, const float* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tc_smem_u32(dst)),
+                 "l"(src), "r"(bytes)
+                 : "memory");
+}
+
+__device__ __forceinline__ void tc_cp_commit() {
+    asm volatile("cp.async.commit_group;" ::: "memory");
+}
+
+// Waits until at most TC_STAGE - 1 of this thread's groups are pending.
+__device__ __forceinline__ void tc_cp_wait_ahead() {
+    asm volatile("cp.async.wait_group %0;" ::"n"(TC_STAGE - 1) : "memory");
+}
+
+// Stages the 16 rows from r0 of V into `ring` (16 x 32) and, with `a_too`,
+// of A2 (`as`, ncols columns valid) into the resident tile `sa` at row r0.
+__device__ __forceinline__ void tc_stage_rows(float* ring, float* sa, bool a_too,
+                                              const float* __restrict__ vm, const float* as,
+                                              int lda, int r0, int nrow, int ncols, int lane) {
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int rr = (lane >> 3) + 4 * i, u = lane & 7, row = r0 + rr;
+        const int pu = 4 * (u ^ tc_swz(rr));
+        const bool in = row < nrow;
+        tc_cp16(ring + rr * 32 + pu, in ? vm + row * TC_NB + 4 * u : vm, in ? 16 : 0);
+        if (a_too) {
+            const bool ain = in && 4 * u < ncols;
+            tc_cp16(sa + row * 32 + pu, ain ? as + (long long)row * lda + 4 * u : as,
+                    ain ? 16 : 0);
+        }
+    }
+}
+
+__device__ __forceinline__ tc_f4 tc_lds4(const float* rowp, int row, int u) {
+    return *reinterpret_cast<const tc_f4*>(rowp + 4 * (u ^ tc_swz(row)));
+}
+
+// The W pass's slab at rows r0.. from shared memory (tc_load_slab's layout).
+__device__ __forceinline__ void tc_slab_from_smem(tc_slab& sl, const float* ring, const float* sa,
+                                                  int r0, int g, int tq) {
+#pragma unroll
+    for (int s = 0; s < 2; ++s)
+#pragma unroll
+        for (int e = 0; e < 2; ++e) {
+            const int rr = 8 * s + 4 * e + tq;
+            sl.v[s][e] = tc_lds4(ring + rr * 32, rr, g);
+            sl.x[s][e][0] = tc_lds4(sa + (r0 + rr) * 32, rr, g);
+        }
+}
+
+// The update's tile at rows i0.. from shared memory (tc_load_tile's layout).
+__device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring, const float* sa,
+                                                  int i0, int w, int g, int tq) {
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+        const int rr = g + 8 * h;
+#pragma unroll
+        for (int c = 0; c < 2; ++c) {
+            const int vc = 16 * c + 4 * tq;
+            tl.v[h][c] = tc_lds4(ring + rr * 32, rr, 4 * c + tq);
+            tl.x[h][c] = tc_lds4(sa + (i0 + rr) * 32, rr, 4 * c + tq);
+#pragma unroll
+            for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
+                if (vc + j >= w) tl.v[h][c].x[j] = 0.0f;
+        }
+    }
+}
+#endif
+
 extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // In place, src == a: restrict still holds in effect, as every element is
     // read (via src) before this thread writes it (via a) and never after.
@@ -447,6 +550,35 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
             }
 
     constexpr int kRowStep = TC_WARPS * 16;
+#if TC_STAGE
+    static_assert(TC_WN == 1, "a warp's W slabs and update tiles are the same rows");
+    // The warp's ring of TC_STAGE V slabs, then the block's resident A2 tile.
+    extern __shared__ __attribute__((aligned(16))) float tc_dyn[];
+    constexpr int kSlab = 16 * 32;
+    float* ring = tc_dyn + warp * (TC_STAGE * kSlab);
+    float* sa = tc_dyn + TC_WARPS * (TC_STAGE * kSlab);
+    const int nslab = nrow > warp * 16 ? (nrow - warp * 16 + kRowStep - 1) / kRowStep : 0;
+#pragma unroll
+    for (int k = 0; k < TC_STAGE - 1; ++k) {
+        if (k < nslab)
+            tc_stage_rows(ring + k * kSlab, sa, true, vm, as, lda, warp * 16 + k * kRowStep, nrow,
+                          ncols, lane);
+        tc_cp_commit();
+    }
+    for (int k = 0; k < nslab; ++k) {
+        const int r0 = warp * 16 + k * kRowStep, ahead = k + TC_STAGE - 1;
+        // Slot ahead % TC_STAGE was last read at slab k - 1, before its __syncwarp.
+        if (ahead < nslab)
+            tc_stage_rows(ring + (ahead % TC_STAGE) * kSlab, sa, true, vm, as, lda,
+                          warp * 16 + ahead * kRowStep, nrow, ncols, lane);
+        tc_cp_commit();
+        tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
+        __syncwarp();
+        tc_slab cur;
+        tc_slab_from_smem(cur, ring + (k % TC_STAGE) * kSlab, sa, r0, g, tq);
+        __syncwarp();
+        tc_w_slab(cur, acc);
+#else
 #if TC_PREFETCH
     tc_slab cur;
     tc_load_slab<true>(cur, vm, as, lda, warp * 16, nrow, ncols, g, tq);
@@ -464,6 +596,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         else
             tc_load_slab<true>(cur, vm, as, lda, r0, nrow, ncols, g, tq);
         tc_w_slab(cur, acc);
+#endif
 #endif
 #if TC_FLUSH > 0
         if (++pending == TC_FLUSH) {
@@ -559,6 +692,33 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         }
 
     constexpr int kTileStep = TC_WR * 16;
+#if TC_STAGE
+    // A2 is resident since the W pass (this warp's own rows); V comes
+    // through the ring again.
+#pragma unroll
+    for (int k = 0; k < TC_STAGE - 1; ++k) {
+        if (k < nslab)
+            tc_stage_rows(ring + k * kSlab, sa, false, vm, as, lda, warp * 16 + k * kRowStep, nrow,
+                          ncols, lane);
+        tc_cp_commit();
+    }
+    for (int k = 0; k < nslab; ++k) {
+        const int i0 = warp * 16 + k * kTileStep, ahead = k + TC_STAGE - 1;
+        if (ahead < nslab)
+            tc_stage_rows(ring + (ahead % TC_STAGE) * kSlab, sa, false, vm, as, lda,
+                          warp * 16 + ahead * kTileStep, nrow, ncols, lane);
+        tc_cp_commit();
+        tc_cp_wait_ahead();
+        __syncwarp();
+        tc_tile tl;
+        tc_tile_from_smem(tl, ring + (k % TC_STAGE) * kSlab, sa, i0, w, g, tq);
+        __syncwarp();
+        if (full && i0 + 16 <= nrow)
+            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        else
+            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+    }
+#else
 #if TC_PREFETCH
     tc_tile tl;
     tc_load_tile<true>(tl, vm, as, lda, rg * 16, nrow, ncols, w, cg, g, tq);
@@ -580,4 +740,5 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         }
 #endif
     }
+#endif
 }
