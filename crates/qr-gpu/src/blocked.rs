@@ -13,6 +13,7 @@ use qr_core::{QrError, Shape};
 use crate::engine::Engine;
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
+use crate::kernels::panel16;
 use crate::kernels::panelreg;
 use crate::kernels::trailing_tc;
 use crate::kernels::util;
@@ -85,6 +86,12 @@ pub(crate) fn factor(
     };
 
     let max_rows = n.div_ceil(groups as usize);
+    // Two-level panels (`Plan`'s `two_level`): a block alone per matrix,
+    // shared-memory panels and the tensor-core update.
+    let two_level = plan.panel.two_level
+        && meeting == Meeting::Alone
+        && reg_rows == 0
+        && plan.panel.tensor_trailing;
     // The register panel needs no shared-memory kernel at all.
     let f = if reg_rows > 0 {
         None
@@ -153,35 +160,39 @@ pub(crate) fn factor(
         if let Some((v2, t2)) = vt {
             (buf.v, buf.t) = if k % 2 == 0 { (v1, t1) } else { (v2, t2) };
         }
-        for mat0 in (0..batch).step_by(per_launch) {
-            let mats = per_launch.min(batch - mat0);
-            match &f {
-                Some(f) => panel::launch(
-                    panel_stream,
-                    f,
-                    threads,
-                    meeting,
-                    plan.panel.variant(),
-                    groups,
-                    n,
-                    p,
-                    w,
-                    mat0,
-                    mats,
-                    &buf,
-                )?,
-                None => panelreg::launch(
-                    engine,
-                    threads,
-                    reg_rows,
-                    meeting.cluster_size(),
-                    n,
-                    p,
-                    w,
-                    mat0,
-                    mats,
-                    &buf,
-                )?,
+        if two_level {
+            two_level_panel(engine, panel_stream, plan, (p, w), per_launch, &buf)?;
+        } else {
+            for mat0 in (0..batch).step_by(per_launch) {
+                let mats = per_launch.min(batch - mat0);
+                match &f {
+                    Some(f) => panel::launch(
+                        panel_stream,
+                        f,
+                        threads,
+                        meeting,
+                        plan.panel.variant(),
+                        groups,
+                        n,
+                        p,
+                        w,
+                        mat0,
+                        mats,
+                        &buf,
+                    )?,
+                    None => panelreg::launch(
+                        engine,
+                        threads,
+                        reg_rows,
+                        meeting.cluster_size(),
+                        n,
+                        p,
+                        w,
+                        mat0,
+                        mats,
+                        &buf,
+                    )?,
+                }
             }
         }
         if p + w < n {
@@ -192,10 +203,18 @@ pub(crate) fn factor(
                 let next = NB.min(n - p - w);
                 engine.main_waits_side()?;
                 engine.side_waits_main()?;
-                tensor_update(engine, side, plan, p, w, (0, next), &buf)?;
-                tensor_update(engine, stream, plan, p, w, (next, n - p - w), &buf)?;
+                tensor_update(engine, side, plan, p, w, (p + w, next), &buf)?;
+                tensor_update(
+                    engine,
+                    stream,
+                    plan,
+                    p,
+                    w,
+                    (p + w + next, n - p - w - next),
+                    &buf,
+                )?;
             } else if plan.panel.tensor_trailing {
-                tensor_update(engine, stream, plan, p, w, (0, n - p - w), &buf)?;
+                tensor_update(engine, stream, plan, p, w, (p + w, n - p - w), &buf)?;
             } else {
                 trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
             }
@@ -210,16 +229,59 @@ pub(crate) fn factor(
     Ok(())
 }
 
-/// `A_t -= V (T^T (V^T A_t))` right of panel `p` on the tensor cores, on
-/// `stream`, for the trailing columns `cols.0..cols.1` (counted from the
-/// first one right of the panel).
+/// The 32-column panel at column `p` (width `w`) as two 16-column halves
+/// on `stream`: half A, A's reflectors on half B's columns (tensor-core
+/// update, V of width 16), half B, then the outer T joined from the
+/// halves'. V and T end as the single-level panel leaves them (V unit lower
+/// over 32 columns, T 32 x 32), so the outer update is unchanged.
+fn two_level_panel(
+    engine: &Engine,
+    stream: &CudaStream,
+    plan: &Plan,
+    (p, w): (usize, usize),
+    per_launch: usize,
+    buf: &PanelBuffers,
+) -> Result<(), QrError> {
+    let (batch, n, threads) = (plan.shape.batch(), plan.shape.n(), plan.panel.threads);
+    let wa = panel16::HALF.min(w);
+    for mat0 in (0..batch).step_by(per_launch) {
+        let mats = per_launch.min(batch - mat0);
+        panel16::factor(engine, stream, threads, (n, p, wa, 0), mat0, mats, buf)?;
+    }
+    if w <= panel16::HALF {
+        return Ok(());
+    }
+    let (pb, wb) = (p + panel16::HALF, w - panel16::HALF);
+    tensor_update(engine, stream, plan, p, wa, (pb, wb), buf)?;
+    // Half B reads its columns where the update above wrote them.
+    let in_h = PanelBuffers { src: buf.h, ..*buf };
+    for mat0 in (0..batch).step_by(per_launch) {
+        let mats = per_launch.min(batch - mat0);
+        panel16::factor(
+            engine,
+            stream,
+            threads,
+            (n, pb, wb, panel16::HALF),
+            mat0,
+            mats,
+            &in_h,
+        )?;
+        panel16::join(engine, stream, (n, p), mat0, mats, buf)?;
+    }
+    Ok(())
+}
+
+/// `A_t -= V (T^T (V^T A_t))` on the tensor cores, on `stream`: rows
+/// `p..n`, the `ntrail` columns from `c0`, with the `w` reflectors of the
+/// panel at column `p` (V and T of `buf`).
+#[allow(clippy::too_many_arguments)]
 fn tensor_update(
     engine: &Engine,
     stream: &CudaStream,
     plan: &Plan,
     p: usize,
     w: usize,
-    cols: (usize, usize),
+    (c0, ntrail): (usize, usize),
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
     let (shape, prefetch, warps) = (
@@ -228,11 +290,7 @@ fn tensor_update(
         plan.panel.tensor_warps,
     );
     let n = shape.n();
-    // The kernel finds a tile's column as panel_col + 32 + its offset, so a
-    // range that starts further right is passed as a later panel column
-    // (which only ever skips tiles that lie right of the zero columns).
-    let (nrow, c0) = (n - p, p + w + cols.0);
-    let ntrail = cols.1 - cols.0;
+    let nrow = n - p;
     if ntrail == 0 {
         return Ok(());
     }
@@ -251,7 +309,8 @@ fn tensor_update(
             t: buf.t + (mat0 * NB * NB * 4) as u64,
             t_stride: NB * NB,
             zcol: buf.zcol + (mat0 * 4) as u64,
-            panel_col: p + cols.0,
+            panel_col: p,
+            trail_col: c0,
         };
         trailing_tc::launch(
             engine,

@@ -118,6 +118,10 @@ pub struct PanelPlan {
     pub tensor_stage_depth: u32,
     /// Most trailing rows the staged update holds (`Tuning::tensor_stage_max_rows`).
     pub tensor_stage_max_rows: usize,
+    /// Whether each 32-column panel is factored as two 16-column halves
+    /// (`Tuning::two_level_min_batch_per_sm`; a block alone per matrix with
+    /// the shared-memory panel and the tensor-core update only).
+    pub two_level: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -223,10 +227,16 @@ impl fmt::Display for Plan {
                         .panel
                         .variant()
                         .effective(self.panel.meeting(self.strategy), self.panel.threads);
-                    match (v.one_barrier, v.two_step) {
-                        (true, true) => ", two reflectors per barrier where they may".to_string(),
-                        (true, false) => ", one barrier per reflector".to_string(),
-                        _ => String::new(),
+                    let barrier = match (v.one_barrier, v.two_step) {
+                        (true, true) => ", two reflectors per barrier where they may",
+                        (true, false) => ", one barrier per reflector",
+                        _ => "",
+                    };
+                    if self.panel.two_level && self.panel.groups == 1 {
+                        ", each panel as two 16-column halves (one barrier per reflector)"
+                            .to_string()
+                    } else {
+                        barrier.to_string()
                     }
                 },
                 if self.panel.tensor_trailing {
@@ -431,6 +441,7 @@ pub fn plan(
             tensor_warps: tensor_warps(shape, device, tuning),
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
+            two_level: false,
         },
         reason,
     };
@@ -478,6 +489,11 @@ pub fn plan(
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
             }
+            p.panel.two_level = p.panel.tensor_trailing
+                && p.panel.rows_per_thread == 0
+                && n > 16
+                && (shape.batch() as u64)
+                    >= u64::from(tuning.two_level_min_batch_per_sm) * u64::from(device.sm_count);
         }
         Strategy::Cluster => {
             if !has_clusters(device) {

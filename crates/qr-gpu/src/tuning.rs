@@ -157,6 +157,14 @@ pub struct Tuning {
     pub tensor_stage_depth: u32,
     /// Most trailing rows a staged block holds (taller updates stream).
     pub tensor_stage_max_rows: usize,
+    /// `blocked` path: batches of at least this many matrices per SM
+    /// factor each 32-column panel as two 16-column halves (half the panel's
+    /// shared memory, so twice the blocks per SM, and two rows per warp
+    /// instruction), A's reflectors applied to B's columns by the
+    /// tensor-core update and the outer T joined from the halves'
+    /// (`u32::MAX`: never). Written in session 10 (docs/perf/qr-gpu.md,
+    /// Session 10).
+    pub two_level_min_batch_per_sm: u32,
 }
 
 impl Default for Tuning {
@@ -192,6 +200,7 @@ impl Default for Tuning {
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 0,
             tensor_stage_max_rows: 1024,
+            two_level_min_batch_per_sm: u32::MAX,
         }
     }
 }

@@ -411,6 +411,30 @@ fn tensor_stage(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Two-level panels (`Tuning::two_level_min_batch_per_sm` 0 forces them):
+/// see `panel_variant`; zero trailing columns starting in either half;
+/// panels ahead on the priority stream bitwise equal to one stream.
+fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        two_level_min_batch_per_sm: 0,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &tuning, Strategy::Blocked, "two level", 1500)?;
+    let b = (**g)
+        .clone()
+        .with_tuning(tuning.clone())
+        .with_strategy(Some(Strategy::Blocked));
+    for n in [200, 300] {
+        zero_columns_on(&b, "two level", n)?;
+    }
+    let plain = b.clone().with_tuning(qr_gpu::Tuning {
+        look_ahead: false,
+        ..tuning
+    });
+    let specs = sizes_and_cases(&[33, 48, 49, 64, 65, 97, 200, 512], (3, 300, 0.0), 40);
+    same_bits(&b, &plain, &specs, 1600, "two level look ahead")
+}
+
 /// The register-resident panel kernel (off by default) on the blocked and
 /// cluster paths: sizes around its block limits, every distribution, inputs
 /// of 1e-30s, and two runs bitwise identical.
@@ -579,6 +603,11 @@ fn strategy_non_finite(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(),
 /// nothing either.
 fn strategy_zero_columns(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(), Failed> {
     let b = (**g).clone().with_strategy(Some(s));
+    zero_columns_on(&b, &s.to_string(), n)
+}
+
+/// `strategy_zero_columns` on backend `b` (its plan's label `s`).
+fn zero_columns_on(b: &GpuBackend, s: &str, n: usize) -> Result<(), Failed> {
     let sp = spec(5, n, 1.0, Case::Dense);
     let shape = sp.shape()?;
     let mut a = generate(&sp, 13);
@@ -594,7 +623,7 @@ fn strategy_zero_columns(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<(
     for r in 0..n {
         a[4 * n * n + r * n + n / 4] = 0.0;
     }
-    let f = geqrf(&b, shape, &a)?;
+    let f = geqrf(b, shape, &a)?;
     if !f.all_ok() {
         return Err(format!("{s} zero columns: info {:?}", f.info).into());
     }
@@ -749,7 +778,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 18] = [
+    let plain: [(&str, Test); 19] = [
         ("sgemm_trailing", sgemm_trailing),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),
@@ -766,6 +795,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("cluster_push_meet", cluster_push_meet),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
+        ("two_level", two_level),
         ("panel_row_pairs", panel_row_pairs),
         ("panel_quad", panel_quad),
         ("panel_barriers", panel_barriers),

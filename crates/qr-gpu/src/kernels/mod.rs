@@ -4,6 +4,7 @@
 //! passed as `-D` defines from the plan.
 
 pub(crate) mod panel;
+pub(crate) mod panel16;
 pub(crate) mod panelreg;
 pub(crate) mod smem;
 pub(crate) mod trailing_tc;
@@ -27,6 +28,7 @@ pub(crate) struct KernelSource {
 pub(crate) const ALL: &[&KernelSource] = &[
     &smem::SOURCE,
     &panel::SOURCE,
+    &panel16::SOURCE,
     &panelreg::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,

@@ -38,6 +38,39 @@ __device__ __forceinline__ Reflector make_reflector(float alpha, double xn2) {
     return r;
 }
 
+// Reflector from alpha and xn2 = ||x[1..]||^2 >= 2^-60 of a panel scaled
+// so that its largest entry lies in [0.5, 1) (so |beta| and |alpha - beta|
+// lie in [2^-30, 2^6]): make_reflector's values with one double division
+// instead of two, tau = -d / beta and scale = 1 / d both from 1 / (d beta),
+// d = alpha - beta. The one-barrier panels form the reflector in every
+// thread, so its latency is on the reflector's chain (ncu, 40 x 176: a
+// quarter of the panel's stall samples with two divisions).
+__device__ __forceinline__ Reflector scaled_reflector(float alpha, double xn2) {
+    const double a = (double)alpha;
+    const double beta = -copysign(sqrt(fma(a, a, xn2)), a);
+    const double d = a - beta;
+    const double q = 1.0 / (d * beta);
+    Reflector r;
+    r.beta = (float)beta;
+    r.tau = (float)(-(d * d) * q);
+    r.scale = beta * q;
+    return r;
+}
+
+// Sum of N float partials in double, pairwise in a fixed order: the same
+// bits in every thread, depth log2 N instead of a chain of N additions.
+template <int N>
+__device__ __forceinline__ double pairwise_sum_f64(const float (&x)[N]) {
+    double y[N];
+#pragma unroll
+    for (int q = 0; q < N; ++q) y[q] = (double)x[q];
+#pragma unroll
+    for (int h = 1; h < N; h *= 2)
+#pragma unroll
+        for (int q = 0; q + h < N; q += 2 * h) y[q] += y[q + h];
+    return y[0];
+}
+
 __device__ __forceinline__ double warp_sum_f64(double v) {
     for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(0xffffffffu, v, o);
     return v;

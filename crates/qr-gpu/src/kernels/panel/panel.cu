@@ -104,37 +104,10 @@
 #define PANEL_TINY 8.673617379884035e-19
 
 #if PANEL_ONEBAR
-// Reflector from alpha and xn2 = ||x[1..]||^2 >= PANEL_TINY of the scaled
-// panel (largest entry in [0.5, 1), so |beta| and |alpha - beta| lie in
-// [2^-30, 2^6]): make_reflector's values with one double division instead
-// of two, tau = -d / beta and scale = 1 / d both from 1 / (d beta), d =
-// alpha - beta. Every thread of the one-barrier loop forms the reflector
-// itself, so its latency is on the reflector's chain (ncu, 40 x 176:
-// a quarter of the panel's stall samples with two divisions).
-__device__ __forceinline__ Reflector scaled_reflector(float alpha, double xn2) {
-    const double a = (double)alpha;
-    const double beta = -copysign(sqrt(fma(a, a, xn2)), a);
-    const double d = a - beta;
-    const double q = 1.0 / (d * beta);
-    Reflector r;
-    r.beta = (float)beta;
-    r.tau = (float)(-(d * d) * q);
-    r.scale = beta * q;
-    return r;
-}
-
-// Sum of the warps' partials x[0..PANEL_WARPS) in double, pairwise in a
-// fixed order (the same bits in every thread; depth log2 instead of a
-// chain of PANEL_WARPS dependent additions).
+// Sum of the warps' partials in double, pairwise in a fixed order (the
+// same bits in every thread; prelude.cu).
 __device__ __forceinline__ double warps_sum(const float (&x)[PANEL_WARPS]) {
-    double y[PANEL_WARPS];
-#pragma unroll
-    for (int q = 0; q < PANEL_WARPS; ++q) y[q] = (double)x[q];
-#pragma unroll
-    for (int h = 1; h < PANEL_WARPS; h *= 2)
-#pragma unroll
-        for (int q = 0; q + h < PANEL_WARPS; q += 2 * h) y[q] += y[q + h];
-    return y[0];
+    return pairwise_sum_f64<PANEL_WARPS>(x);
 }
 #endif
 

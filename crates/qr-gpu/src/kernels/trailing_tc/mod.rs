@@ -92,8 +92,10 @@ pub(crate) struct Operands {
     /// input column: in place, a block whose panel or tile lies right of it
     /// has nothing to do.
     pub zcol: u64,
-    /// The panel's first column in the full matrix (A2 starts 32 right of it).
+    /// The panel's first column in the full matrix.
     pub panel_col: usize,
+    /// A2's first column in the full matrix.
+    pub trail_col: usize,
 }
 
 /// Dynamic shared memory of the staged kernel: each warp's ring of
@@ -169,7 +171,7 @@ pub(crate) fn launch(
         })
     };
     let (lda, nrow_i, ntrail_i, w_i) = (int(op.lda)?, int(nrow)?, int(ntrail)?, int(w)?);
-    let panel_col = int(op.panel_col)?;
+    let (panel_col, trail_col) = (int(op.panel_col)?, int(op.trail_col)?);
     let (sa, sv, st) = (op.a_stride as i64, op.v_stride as i64, op.t_stride as i64);
     let mut b = stream.launch_builder(&f);
     b.arg(&op.a)
@@ -184,7 +186,8 @@ pub(crate) fn launch(
         .arg(&ntrail_i)
         .arg(&w_i)
         .arg(&op.zcol)
-        .arg(&panel_col);
+        .arg(&panel_col)
+        .arg(&trail_col);
     // SAFETY: A2 of each of the `mats` matrices lies inside H (nrow rows of
     // lda from row p, ntrail columns right of the panel), and at the same
     // offsets inside `src` (H itself or the input, of H's shape), V and T inside the

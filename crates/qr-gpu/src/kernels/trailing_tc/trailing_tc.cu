@@ -493,7 +493,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
                           int lda,
                           const float* __restrict__ v, long long v_stride,
                           const float* __restrict__ t, long long t_stride, int nrow, int ntrail,
-                          int w, const int* __restrict__ zcol, int panel_col) {
+                          int w, const int* __restrict__ zcol, int panel_col, int trail_col) {
     // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
     __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
     __shared__ float s_w[TC_NB * TC_LDW];
@@ -525,7 +525,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         const int r = e >> 5, c = e & 31;
         s_t[r * (TC_NB + 1) + c] = (r <= c && c < w) ? tm[e] : 0.0f;
     }
-    if (panel_col >= z || panel_col + TC_NB + col0 >= z) return;  // the whole block
+    if (panel_col >= z || trail_col + col0 >= z) return;  // the whole block
 
     // ---- 1. W = V^T A2: warp `warp` takes 16-row slabs warp, warp + WARPS, ...
     // The mma's float32 accumulation is not IEEE round-to-nearest: its error
