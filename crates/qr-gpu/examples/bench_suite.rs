@@ -1,6 +1,6 @@
 //! Times the 14 benchmark shapes on the GPU engine and the cuSOLVER peer with
 //! the device-event bench, gating a capped slice of each case first.
-//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [--sweep [--only KNOB,KNOB]]`
+//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [--sweep [--only KNOB,KNOB] [--once SPEC]]`
 
 use std::time::Duration;
 
@@ -456,6 +456,30 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         .and_then(|i| args.get(i + 1))
     {
         variants.retain(|v| only.split(',').any(|o| v.1.contains(o)));
+    }
+    // `--once SPEC`: one factorization of SPEC per remaining variant, untimed
+    // (for a profiler that records every kernel of it).
+    if let Some(once) = args
+        .iter()
+        .position(|a| a == "--once")
+        .and_then(|i| args.get(i + 1))
+    {
+        let spec: Spec = once.parse()?;
+        let shape = Shape::new(spec.batch, spec.n)?;
+        let a = generate(&spec, 1000);
+        for (_, knob, strat, tuning) in variants.iter().filter(|v| v.0 == once.as_str()) {
+            let b = gpu
+                .clone()
+                .with_tuning(tuning.clone())
+                .with_strategy(*strat);
+            let f = geqrf(&b, shape, &a)?;
+            println!(
+                "| {once} | {knob} | {} | once, info ok: {} |",
+                b.plan(shape)?,
+                f.all_ok()
+            );
+        }
+        return Ok(());
     }
     // Group by case so that each case's inputs are generated once.
     variants.sort_by_key(|v| v.0);

@@ -230,10 +230,10 @@ pub(crate) fn factor(
 }
 
 /// The 32-column panel at column `p` (width `w`) as two 16-column halves
-/// on `stream`: half A, A's reflectors on half B's columns (tensor-core
-/// update, V of width 16), half B, then the outer T joined from the
-/// halves'. V and T end as the single-level panel leaves them (V unit lower
-/// over 32 columns, T 32 x 32), so the outer update is unchanged.
+/// on `stream`: half A, then half B, whose launch applies A's reflectors to
+/// its columns first and joins the outer T last. V and T end as the
+/// single-level panel leaves them (V unit lower over 32 columns, T 32 x 32),
+/// so the outer update is unchanged.
 fn two_level_panel(
     engine: &Engine,
     stream: &CudaStream,
@@ -252,9 +252,6 @@ fn two_level_panel(
         return Ok(());
     }
     let (pb, wb) = (p + panel16::HALF, w - panel16::HALF);
-    tensor_update(engine, stream, plan, p, wa, (pb, wb), buf)?;
-    // Half B reads its columns where the update above wrote them.
-    let in_h = PanelBuffers { src: buf.h, ..*buf };
     for mat0 in (0..batch).step_by(per_launch) {
         let mats = per_launch.min(batch - mat0);
         panel16::factor(
@@ -264,9 +261,8 @@ fn two_level_panel(
             (n, pb, wb, panel16::HALF),
             mat0,
             mats,
-            &in_h,
+            buf,
         )?;
-        panel16::join(engine, stream, (n, p), mat0, mats, buf)?;
     }
     Ok(())
 }
