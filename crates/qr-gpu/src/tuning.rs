@@ -152,8 +152,11 @@ pub struct Tuning {
     /// block's A2 tile in shared memory from the W pass to the update pass
     /// (A2 read from global memory once, V through a ring of this many
     /// 16-row slabs per warp); 0 streams A2 twice. Same bits either way.
-    /// Written in session 10, not yet measured (docs/perf/qr-gpu.md,
-    /// Session 10).
+    /// Off: slower on every case measured on the H200 (640 x 512 7075 us
+    /// unstaged against 7367 / 7640 / 7735 at depth 2 / 3 / 4, 60 x 1024
+    /// 5124 against 5372 and more): the tile's shared memory costs blocks
+    /// per SM that the kernel needs more than the saved second read
+    /// (docs/perf/qr-gpu.md, table "tensor stage", session 10).
     pub tensor_stage_depth: u32,
     /// Most trailing rows a staged block holds (taller updates stream).
     pub tensor_stage_max_rows: usize,
@@ -162,8 +165,10 @@ pub struct Tuning {
     /// shared memory, so twice the blocks per SM, and two rows per warp
     /// instruction), A's reflectors applied to B's columns by the
     /// tensor-core update and the outer T joined from the halves'
-    /// (`u32::MAX`: never). Written in session 10 (docs/perf/qr-gpu.md,
-    /// Session 10).
+    /// (`u32::MAX`: never). Never: slower on every panel case of the H200
+    /// (640 x 512 7410 against 7042 us; ncu: the 32 half panels took
+    /// 4251 us against 3828 for the 16 whole ones), docs/perf/qr-gpu.md,
+    /// table "two level", session 10.
     pub two_level_min_batch_per_sm: u32,
 }
 
