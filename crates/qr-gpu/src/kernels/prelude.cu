@@ -57,6 +57,24 @@ __device__ __forceinline__ Reflector scaled_reflector(float alpha, double xn2) {
     return r;
 }
 
+// larft (forward, columnwise) in place, by one warp: gram holds V^T V in its
+// strict upper triangle (gram[q][r] = v_q^T v_r, q < r) and leaves with T's
+// upper triangle, one column at a time: T[k][r] = -tau_r sum_{k <= q < r}
+// T[k][q] gram[q][r], T[r][r] = tau_r. Rows have LD >= w doubles.
+template <int LD>
+__device__ __forceinline__ void larft_from_gram(double (*gram)[LD], const float* taus, int w,
+                                                int lane) {
+    for (int r = 0; r < w; ++r) {
+        double y = 0.0;
+        if (lane < r)
+            for (int q = lane; q < r; ++q) y += gram[lane][q] * gram[q][r];
+        __syncwarp();
+        if (lane < r) gram[lane][r] = -(double)taus[r] * y;
+        if (lane == r) gram[r][r] = (double)taus[r];
+        __syncwarp();
+    }
+}
+
 // Sum of N float partials in double, pairwise in a fixed order: the same
 // bits in every thread, depth log2 N instead of a chain of N additions.
 template <int N>

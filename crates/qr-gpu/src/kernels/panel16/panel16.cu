@@ -229,7 +229,7 @@ extern "C" __global__ void __launch_bounds__(P16_THREADS, P16_MIN_BLOCKS)
         const float alpha = __shfl_sync(0xffffffffu, rv, r);
         const bool tiny = tr < P16_TINY;  // uniform
         if (tiny) {
-            __syncthreads();  // the pivot row above is stored before it is read below
+            __syncthreads();  // rare; the rows read below were final at the top barrier already
             double acc = 0.0;
             for (int q = warp; 2 * q < rows; q += P16_WARPS) {
                 const int l = 2 * q + half;
@@ -279,18 +279,8 @@ extern "C" __global__ void __launch_bounds__(P16_THREADS, P16_MIN_BLOCKS)
         }
     }
 
-    // T from the Gram columns (larft, forward columnwise), as panel.cu.
-    if (warp == 0) {
-        for (int r = 0; r < w; ++r) {
-            double y = 0.0;
-            if (lane < r)
-                for (int q = lane; q < r; ++q) y += gram[lane][q] * gram[q][r];
-            __syncwarp();
-            if (lane < r) gram[lane][r] = -(double)taus[r] * y;
-            if (lane == r) gram[r][r] = (double)taus[r];
-            __syncwarp();
-        }
-    }
+    // T from the Gram columns.
+    if (warp == 0) larft_from_gram(gram, taus, w, lane);
     __syncthreads();
     for (int idx = tid; idx < P16_W * P16_W; idx += P16_THREADS) {
         const int k = idx >> 4, cc = idx & 15;

@@ -378,19 +378,8 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     }
     if (g != 0) return;
 
-    // T from the Gram columns, one column at a time: T[k][r] = -tau_r *
-    // sum_{k <= q < r} T[k][q] gram[q][r], overwriting gram's upper triangle.
-    if (warp == 0) {
-        for (int r = 0; r < w; ++r) {
-            double y = 0.0;
-            if (lane < r)
-                for (int q = lane; q < r; ++q) y += gram[lane][q] * gram[q][r];
-            __syncwarp();
-            if (lane < r) gram[lane][r] = -(double)taus[r] * y;
-            if (lane == r) gram[r][r] = (double)taus[r];
-            __syncwarp();
-        }
-    }
+    // T from the Gram columns.
+    if (warp == 0) larft_from_gram(gram, taus, w, lane);
     __syncthreads();
     for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
         const int k = idx >> 5, c = idx & 31;
