@@ -100,6 +100,17 @@ const PANEL_CASES: [&str; 4] = [
     "60,1024,2,dense",
 ];
 
+/// The benchmark set's dense cases, for knobs of every strategy.
+const DENSE_CASES: [&str; 7] = [
+    "20,32,1,dense",
+    "40,176,1,dense",
+    "40,352,1,dense",
+    "640,512,2,dense",
+    "60,1024,2,dense",
+    "8,2048,1,dense",
+    "2,4096,1,dense",
+];
+
 /// Few matrices, each panel fitting one block: `cluster` against the
 /// one-barrier `blocked` panel at several block sizes.
 const FEW_CASES: [&str; 6] = [
@@ -386,6 +397,33 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
                 &t,
             );
         }
+    }
+    // Float32 reflectors (`Tuning::float_reflector`) in every kernel that
+    // takes them, each case on the planner's plan; "tall" also drops the
+    // two-step loop of the 512-thread panels, which keeps double.
+    for on in [false, true] {
+        let t = Tuning {
+            float_reflector: on,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES,
+            format!("float reflector {on}"),
+            None,
+            &t,
+        );
+        let tall = Tuning {
+            blocked_tall_panel_two_step: !on,
+            ..t
+        };
+        add(
+            &mut variants,
+            &["60,1024,2,dense"],
+            format!("tall float reflector {on}"),
+            None,
+            &tall,
+        );
     }
     add(
         &mut variants,

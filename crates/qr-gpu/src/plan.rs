@@ -107,6 +107,9 @@ pub struct PanelPlan {
     /// Whether that one-barrier panel takes two reflectors per barrier
     /// where it may (`Tuning::panel_two_step`).
     pub two_step: bool,
+    /// Whether the shared-memory panel forms its scaled reflectors in
+    /// float32 (`Tuning::float_reflector`; not the two-step loop).
+    pub float_reflector: bool,
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
@@ -157,7 +160,7 @@ impl Plan {
     /// The `-D` defines this plan compiles its kernels with.
     pub fn defines(&self) -> Vec<(String, String)> {
         match self.strategy {
-            Strategy::Smem => smem::defines(self.tpc, self.rows),
+            Strategy::Smem => smem::defines(self.tpc, self.rows, self.panel.float_reflector),
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 panelreg::defines(self.panel.threads, self.panel.rows_per_thread, cluster)
@@ -276,6 +279,7 @@ impl PanelPlan {
             quad: self.quad,
             one_barrier: self.one_barrier,
             two_step: self.two_step,
+            f32_reflector: self.float_reflector,
         }
     }
 }
@@ -437,6 +441,7 @@ pub fn plan(
             quad: tuning.panel_quad,
             one_barrier: tuning.panel_one_barrier,
             two_step: tuning.panel_two_step,
+            float_reflector: tuning.float_reflector,
             look_ahead: tuning.look_ahead,
             tensor_warps: tensor_warps(shape, device, tuning),
             tensor_stage_depth: tuning.tensor_stage_depth,
@@ -728,7 +733,8 @@ mod tests {
                 p.defines(),
                 vec![
                     ("SMEM_TPC".to_string(), p.tpc.to_string()),
-                    ("SMEM_ROWS".to_string(), p.rows.to_string())
+                    ("SMEM_ROWS".to_string(), p.rows.to_string()),
+                    ("SMEM_F32RF".to_string(), "1".to_string())
                 ]
             );
         }

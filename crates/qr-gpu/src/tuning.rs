@@ -103,6 +103,14 @@ pub struct Tuning {
     /// `blocked_tall_panel_two_step` (docs/perf/qr-gpu.md, table "panel two
     /// step", session 10).
     pub panel_two_step: bool,
+    /// Panel kernels (all but the two-step loop) and `smem` kernels: the
+    /// scaled reflectors (squared norm at least 2^-60 of a panel or matrix
+    /// scaled to [0.5, 1)) are formed in float32, as LAPACK's slarfg does,
+    /// instead of double; tiny ones keep double. On: faster on every dense
+    /// benchmark case on the H200, e.g. 20 x 32 29.9 -> 27.1 us, 40 x 176
+    /// 332.9 -> 309.0, 40 x 352 847.8 -> 815.4, 640 x 512 7043.7 -> 6911.6
+    /// (docs/perf/qr-gpu.md, table "float reflector", session 11).
+    pub float_reflector: bool,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
@@ -113,10 +121,12 @@ pub struct Tuning {
     /// at 256-384 threads, 512 lost 6% and 5% there.
     pub blocked_tall_panel_rows: usize,
     /// Those tall panels take two reflectors per barrier where they may
-    /// (`panel_two_step` for them alone): 60 x 1024 at 512 threads 5156.6
-    /// against 5260.6 us, while 40 x 176, 40 x 352 and 640 x 512 (256
-    /// threads) were 1-6% slower with it (docs/perf/qr-gpu.md, table "panel
-    /// two step", session 10).
+    /// (`panel_two_step` for them alone). Off since session 11: the
+    /// one-barrier loop with float32 reflectors (`float_reflector`, which
+    /// the two-step loop cannot take) gave 60 x 1024 4905.0 us against
+    /// 5115.6 us two-step (session 10: two-step 5156.6 against 5260.6 us
+    /// with double reflectors; docs/perf/qr-gpu.md, tables "panel two step"
+    /// and "float reflector").
     pub blocked_tall_panel_two_step: bool,
     /// Few matrices whose panel fits one block: a cluster of fewer blocks
     /// loses to the one-barrier panel of a block alone (table "few
@@ -195,9 +205,10 @@ impl Default for Tuning {
             panel_quad: false,
             panel_one_barrier: true,
             panel_two_step: false,
+            float_reflector: true,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 512,
-            blocked_tall_panel_two_step: true,
+            blocked_tall_panel_two_step: false,
             cluster_min_blocks: 4,
             cluster_max_block_rows: 192,
             look_ahead: true,

@@ -163,18 +163,27 @@ fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 
 /// The blocked panel with one block barrier per reflector
 /// (`Tuning::panel_one_barrier`, the default), with two reflectors per
-/// barrier (`Tuning::panel_two_step`) and with two barriers per reflector:
+/// barrier (`Tuning::panel_two_step`), with float32 reflectors
+/// (`Tuning::float_reflector`) and with two barriers per reflector:
 /// see `panel_variant` (rank-deficient and 1e-30 inputs take the double
 /// redo, nearly collinear columns the two-step loop's fallback).
 fn panel_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (one_barrier, two_step) in [(true, false), (true, true), (false, false)] {
+    for (one_barrier, two_step, float) in [
+        (true, false, false),
+        (true, false, true),
+        (true, true, false),
+        (false, false, false),
+    ] {
         let tuning = qr_gpu::Tuning {
             panel_one_barrier: one_barrier,
             panel_two_step: two_step,
             blocked_tall_panel_two_step: two_step,
+            float_reflector: float,
             ..qr_gpu::Tuning::default()
         };
-        let label = format!("panel one barrier {one_barrier}, two step {two_step}");
+        let label = format!(
+            "panel one barrier {one_barrier}, two step {two_step}, float reflector {float}"
+        );
         panel_variant(g, &tuning, Strategy::Blocked, &label, 1300)?;
     }
     Ok(())
@@ -200,16 +209,19 @@ fn panel_quad(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 
 /// The `smem` kernels that keep the matrix in shared memory, with three
 /// barriers per column and with one (`Tuning::smem_one_barrier`,
-/// `Tuning::smem_register_max_rows` 0; the strategy tests run the default,
+/// `Tuning::smem_register_max_rows` 0; float32 reflectors, and double ones with
+/// one barrier; the strategy tests run the default,
 /// the register kernel for small orders): see `smem_variant`.
 fn smem_shared_kernels(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for one_barrier in [false, true] {
+    for (one_barrier, float) in [(false, true), (true, true), (true, false)] {
         let tuning = qr_gpu::Tuning {
             smem_one_barrier: one_barrier,
             smem_register_max_rows: 0,
+            float_reflector: float,
             ..qr_gpu::Tuning::default()
         };
-        let label = format!("smem one barrier {one_barrier}, shared memory");
+        let label =
+            format!("smem one barrier {one_barrier}, float reflector {float}, shared memory");
         smem_variant(g, &tuning, &label)?;
     }
     Ok(())

@@ -57,6 +57,44 @@ __device__ __forceinline__ Reflector scaled_reflector(float alpha, double xn2) {
     return r;
 }
 
+// scaled_reflector in float32 arithmetic, as LAPACK's slarfg forms it, for
+// the same scaled panels (largest entry in [0.5, 1), xn2 >= 2^-60, at most
+// 4096 rows: |beta| and |alpha - beta| lie in [2^-30, 2^7], d * beta in
+// [2^-60, 2^14], so nothing overflows or underflows). Its float square root
+// and division are a shorter chain than double's, on every reflector's
+// critical path in the one-barrier panels.
+struct ReflectorF32 {
+    float beta;
+    float tau;
+    float scale;  // 1 / (alpha - beta)
+};
+
+__device__ __forceinline__ ReflectorF32 scaled_reflector_f32(float alpha, float xn2) {
+    const float beta = -copysignf(sqrtf(fmaf(alpha, alpha, xn2)), alpha);
+    const float d = alpha - beta;
+    const float q = 1.0f / (d * beta);
+    ReflectorF32 r;
+    r.beta = beta;
+    r.tau = -(d * d) * q;
+    r.scale = beta * q;
+    return r;
+}
+
+// make_reflector's result for a panel or matrix scaled as above: from
+// scaled_reflector_f32 where xn2 >= 2^-60, else (a tiny norm, redone in
+// double by the caller) from make_reflector.
+__device__ __forceinline__ Reflector scaled_or_tiny_reflector(float alpha, double xn2) {
+    if (xn2 >= 8.673617379884035e-19) {
+        const ReflectorF32 f = scaled_reflector_f32(alpha, (float)xn2);
+        Reflector r;
+        r.beta = f.beta;
+        r.tau = f.tau;
+        r.scale = (double)f.scale;
+        return r;
+    }
+    return make_reflector(alpha, xn2);
+}
+
 // larft (forward, columnwise) in place, by one warp: gram holds V^T V in its
 // strict upper triangle (gram[q][r] = v_q^T v_r, q < r) and leaves with T's
 // upper triangle, one column at a time: T[k][r] = -tau_r sum_{k <= q < r}
@@ -82,6 +120,19 @@ __device__ __forceinline__ double pairwise_sum_f64(const float (&x)[N]) {
     double y[N];
 #pragma unroll
     for (int q = 0; q < N; ++q) y[q] = (double)x[q];
+#pragma unroll
+    for (int h = 1; h < N; h *= 2)
+#pragma unroll
+        for (int q = 0; q + h < N; q += 2 * h) y[q] += y[q + h];
+    return y[0];
+}
+
+// As pairwise_sum_f64, in float32.
+template <int N>
+__device__ __forceinline__ float pairwise_sum_f32(const float (&x)[N]) {
+    float y[N];
+#pragma unroll
+    for (int q = 0; q < N; ++q) y[q] = x[q];
 #pragma unroll
     for (int h = 1; h < N; h *= 2)
 #pragma unroll

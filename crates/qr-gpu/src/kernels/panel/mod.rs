@@ -23,6 +23,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_QUAD",
         "PANEL_ONEBAR",
         "PANEL_TWOSTEP",
+        "PANEL_F32RF",
     ],
 };
 
@@ -77,6 +78,9 @@ pub(crate) struct Variant {
     /// The one-barrier loop takes two reflectors per barrier where the
     /// second column's norm allows (`Tuning::panel_two_step`).
     pub two_step: bool,
+    /// Scaled reflectors in float32 (`Tuning::float_reflector`;
+    /// every loop but the two-step one).
+    pub f32_reflector: bool,
 }
 
 impl Variant {
@@ -94,6 +98,7 @@ impl Variant {
             quad,
             one_barrier,
             two_step: one_barrier && self.two_step,
+            f32_reflector: !(one_barrier && self.two_step) && self.f32_reflector,
         }
     }
 
@@ -137,6 +142,10 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
         (
             "PANEL_TWOSTEP".to_string(),
             u8::from(v.two_step).to_string(),
+        ),
+        (
+            "PANEL_F32RF".to_string(),
+            u8::from(v.f32_reflector).to_string(),
         ),
     ]
 }

@@ -66,6 +66,12 @@
 #ifndef PANEL_TWOSTEP
 #error "PANEL_TWOSTEP (1: the one-barrier loop takes two reflectors per barrier where it may) must be defined by the plan"
 #endif
+#ifndef PANEL_F32RF
+#error "PANEL_F32RF (1: scaled reflectors in float32) must be defined by the plan"
+#endif
+#if PANEL_F32RF && PANEL_TWOSTEP
+#error "PANEL_F32RF does not apply to the two-step loop, whose expansions need double"
+#endif
 #if PANEL_TWOSTEP && !PANEL_ONEBAR
 #error "PANEL_TWOSTEP needs PANEL_ONEBAR"
 #endif
@@ -234,6 +240,17 @@ __device__ __forceinline__ void group_barrier(u32* counter, u32 target) {
     __syncthreads();
 }
 
+// The reflector a meeting forms from its totals: in float32 where the
+// scaled squared norm allows (PANEL_F32RF, prelude.cu), else in double (a
+// tiny sum is redone in double and met again, which lands here too).
+__device__ __forceinline__ Reflector meet_reflector(float alpha, double xn2) {
+#if PANEL_F32RF
+    return scaled_or_tiny_reflector(alpha, xn2);
+#else
+    return make_reflector(alpha, xn2);
+#endif
+}
+
 // Where the blocks of one matrix meet.
 struct Meet {
     double* partials;  // global: [matrix][2 slots][groups][32]
@@ -257,7 +274,7 @@ __device__ __forceinline__ void meet_total(const double (&x)[PANEL_CLUSTER], flo
     for (int q = 0; q < PANEL_CLUSTER; ++q) s = use_max ? fmax(s, x[q]) : s + x[q];
     tot[lane] = s;
     rowv[lane] = rv;
-    if (lane == r) *rf = make_reflector(rv, s);
+    if (lane == r) *rf = meet_reflector(rv, s);
 }
 #endif
 
@@ -279,7 +296,7 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         if (warp == 0) {
             tot[lane] = t;
             rowv[lane] = rv;
-            if (lane == r) *rf = make_reflector(rv, t);
+            if (lane == r) *rf = meet_reflector(rv, t);
         }
         __syncthreads();
         return;
@@ -345,7 +362,7 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         const float rv_owner = ((const volatile float*)mt.rowbuf)[sl * PANEL_NB + lane];
         tot[lane] = s;
         rowv[lane] = rv_owner;
-        if (lane == r) *rf = make_reflector(rv_owner, s);
+        if (lane == r) *rf = meet_reflector(rv_owner, s);
     }
 #endif
     __syncthreads();
@@ -820,16 +837,35 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         const int par = r & 1;
         __syncthreads();  // redf[par] holds reflector r's partial sums, s the updated panel
         if (warp == 0 && pend_on) s[(r - 1) * PANEL_LD + lane] = pend;
-        double tl;  // this lane's column: its product with column r
-        {
-            float x[PANEL_WARPS];
+        float xs[PANEL_WARPS];
 #pragma unroll
-            for (int q = 0; q < PANEL_WARPS; ++q) x[q] = redf[par][q][lane];
-            tl = warps_sum(x);
-        }
-        double tr = __shfl_sync(0xffffffffu, tl, r);  // ||x[1..]||^2, the same in every warp
+        for (int q = 0; q < PANEL_WARPS; ++q) xs[q] = redf[par][q][lane];
         const float rv = s[r * PANEL_LD + lane];
         const float alpha = __shfl_sync(0xffffffffu, rv, r);
+#if PANEL_F32RF
+        {
+            // The scaled reflector in float32 (prelude.cu); the tiny and
+            // unscaled ones below keep double.
+            const float tlf = pairwise_sum_f32(xs);
+            const float trf = __shfl_sync(0xffffffffu, tlf, r);
+            if (trf >= (float)PANEL_TINY) {  // the same in every thread: uniform
+                const ReflectorF32 rf = scaled_reflector_f32(alpha, trf);
+                const float vta = fmaf(rf.scale, tlf, rv);
+                const float wc = lane > r && lane < w ? rf.tau * vta : 0.0f;
+                if (warp == 0) {
+                    gram[lane][r] = lane < r ? (double)vta : 0.0;
+                    if (lane == 0) taus[r] = rf.tau;
+                }
+                pend_on = lane >= r && lane < w;
+                pend = lane == r ? rf.beta : rv - wc;
+                update_rows<true>(s, r, r + 1 < w ? r + 1 : -1, r + 1, rows, 0, warp, lane,
+                                  rf.scale, (double)rf.scale, wc, w, redf[par ^ 1]);
+                continue;
+            }
+        }
+#endif
+        double tl = warps_sum(xs);  // this lane's column: its product with column r
+        double tr = __shfl_sync(0xffffffffu, tl, r);  // ||x[1..]||^2, the same in every warp
         // tr is the same in every thread, so this branch is uniform.
         const bool tiny = tr < PANEL_TINY;
         if (tiny) {
@@ -1002,7 +1038,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
             meet<false>(mt, t, rv, owner_g, tot, rowv, xpart, xrow, -1, &s_rf);
         }
 
-        const Reflector rf = make_reflector(rowv[r], tot[r]);
+        const Reflector rf = meet_reflector(rowv[r], tot[r]);
         if (warp == 0) {
             gram[lane][r] = lane < r ? (double)rowv[lane] + rf.scale * tot[lane] : 0.0;
             if (lane == 0) taus[r] = rf.tau;

@@ -17,7 +17,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "smem",
     source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
     entries: &[HOUSEHOLDER, ONE_BARRIER, REGISTERS],
-    defines: &["SMEM_TPC", "SMEM_ROWS"],
+    defines: &["SMEM_TPC", "SMEM_ROWS", "SMEM_F32RF"],
 };
 
 /// Dynamic shared memory for one `n x n` matrix with the odd leading
@@ -46,12 +46,17 @@ pub(crate) fn padded_lda(n: usize, tpc: u32) -> usize {
     n + (rem + modulus - n % modulus) % modulus
 }
 
-/// The `-D` defines of this family for `tpc` threads per column and `rows`
-/// rows per thread of the register kernel (0 when it is not used).
-pub(crate) fn defines(tpc: u32, rows: u32) -> Vec<(String, String)> {
+/// The `-D` defines of this family for `tpc` threads per column, `rows`
+/// rows per thread of the register kernel (0 when it is not used) and
+/// float32 reflectors (`Tuning::float_reflector`).
+pub(crate) fn defines(tpc: u32, rows: u32, f32_reflector: bool) -> Vec<(String, String)> {
     vec![
         ("SMEM_TPC".to_string(), tpc.to_string()),
         ("SMEM_ROWS".to_string(), rows.to_string()),
+        (
+            "SMEM_F32RF".to_string(),
+            u8::from(f32_reflector).to_string(),
+        ),
     ]
 }
 
@@ -86,7 +91,11 @@ pub(crate) fn launch(
         (0, true) => (ONE_BARRIER, matrix_bytes(shape.n(), lda)),
         (0, false) => (HOUSEHOLDER, matrix_bytes(shape.n(), lda)),
     };
-    let f = engine.function(&SOURCE, &defines(tpc, rows), entry)?;
+    let f = engine.function(
+        &SOURCE,
+        &defines(tpc, rows, plan.panel.float_reflector),
+        entry,
+    )?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         smem as i32,

@@ -31,6 +31,9 @@
 #error "SMEM_TPC (threads per column) must be defined by the plan"
 #endif
 
+#ifndef SMEM_F32RF
+#error "SMEM_F32RF (1: scaled reflectors in float32) must be defined by the plan"
+#endif
 #ifndef SMEM_ROWS
 #error "SMEM_ROWS (rows per thread of smem_registers_f32, 0 when it is not used) must be defined by the plan"
 #endif
@@ -45,6 +48,16 @@
 
 // 2^-60: below it a scaled squared norm may have lost bits to underflow.
 #define SMEM_TINY 8.673617379884035e-19
+
+// Reflector j from the scaled matrix: in float32 where the squared norm
+// allows (SMEM_F32RF, prelude.cu), else in double.
+__device__ __forceinline__ Reflector smem_reflector(float alpha, double xn2) {
+#if SMEM_F32RF
+    return scaled_or_tiny_reflector(alpha, xn2);
+#else
+    return make_reflector(alpha, xn2);
+#endif
+}
 
 // Lanes of this thread's column group, for group-local shuffles (the groups
 // of one warp run different numbers of columns, so a full mask would hang).
@@ -191,7 +204,7 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
             __syncthreads();
         }
         if (tid == 0) {
-            Reflector r = make_reflector(s[j * lda + j], s_xn2);
+            Reflector r = smem_reflector(s[j * lda + j], s_xn2);
             s[j * lda + j] = r.beta;
             s_tau = r.tau;
             s_scale = r.scale;
@@ -337,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = make_reflector(pc[j], xn2);
+        const Reflector rf = smem_reflector(pc[j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
@@ -509,7 +522,7 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = make_reflector(px[c + j], xn2);
+        const Reflector rf = smem_reflector(px[c + j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
