@@ -446,6 +446,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for aside in [false, true] {
+        let t = Tuning {
+            checks_aside: aside,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES,
+            format!("checks aside {aside}"),
+            None,
+            &t,
+        );
+    }
     for ahead in [false, true] {
         let t = Tuning {
             look_ahead: ahead,

@@ -22,9 +22,12 @@ use crate::plan::Plan;
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
 const MAX_MATS_PER_LAUNCH: usize = 65_535;
 
-/// Factors the input `a` into `h` and `tau` (`a` is only read), after the
-/// scan that sets `info` to 1 for non-finite matrices and finds each
-/// matrix's exactly-zero trailing columns (skipped by the kernels). With the
+/// Factors the input `a` into `h` and `tau` (`a` is only read), after (or
+/// beside the first step of) the scan that sets `info` to 1 for non-finite
+/// matrices and finds each matrix's exactly-zero trailing columns (skipped
+/// by the kernels). Returns `split`: the overflow check of every entry of H
+/// in a row or column before `split` (and of tau before it) is queued
+/// already, ordered before the main stream's next work. With the
 /// shared-memory panel and the tensor-core update the first panel's two
 /// kernels read `a` and write `h`, so the input is copied on the way instead
 /// of by a separate pass over the whole batch; otherwise `a` is copied into
@@ -37,7 +40,7 @@ pub(crate) fn factor(
     h: u64,
     tau: u64,
     info: u64,
-) -> Result<(), QrError> {
+) -> Result<usize, QrError> {
     let (batch, n) = (shape.batch(), shape.n());
     let groups = plan.panel.groups.max(1);
     let threads = plan.panel.threads;
@@ -47,8 +50,25 @@ pub(crate) fn factor(
     let mut ws = engine.workspace();
     let reg_rows = plan.panel.rows_per_thread;
     let zcol = ws.zcol.ensure(stream, batch)?;
-    util::nonfinite_zcol(engine, shape, a, info, zcol)?;
+    util::zero_nonfinite_zcol(engine, shape, info, zcol)?;
     let out_of_place = reg_rows == 0 && plan.panel.tensor_trailing;
+    // Out of place, the first panel and the first update read the input,
+    // not zcol, so the scan may run beside them on the auxiliary stream
+    // (`Tuning::checks_aside`); every later step waits for it. There too,
+    // once the step ending at column `split` is queued, the overflow check
+    // of the rows and columns before it (final from then on).
+    let checks_aside = plan.panel.checks_aside && out_of_place && !plan.panel.two_level;
+    let split = if checks_aside && n > 2 * NB {
+        (n / 2).next_multiple_of(NB)
+    } else {
+        0
+    };
+    if checks_aside {
+        engine.aux_waits_main()?;
+        util::scan(engine, engine.aux_stream(), shape, a, info, zcol)?;
+    } else {
+        util::scan(engine, stream, shape, a, info, zcol)?;
+    }
     if !out_of_place {
         engine.copy_dtod(h, a, shape.a_bytes())?;
     }
@@ -157,6 +177,12 @@ pub(crate) fn factor(
     let (v1, t1) = (buf.v, buf.t);
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
+        if checks_aside && k == 1 {
+            if ahead {
+                engine.side_waits_aux()?;
+            }
+            engine.main_waits_aux()?;
+        }
         if let Some((v2, t2)) = vt {
             (buf.v, buf.t) = if k % 2 == 0 { (v1, t1) } else { (v2, t2) };
         }
@@ -222,11 +248,36 @@ pub(crate) fn factor(
         // From here on h holds every column (the first panel wrote its own,
         // the first update the rest).
         buf.src = h;
+        if p + w == split {
+            engine.aux_waits_main()?;
+            if ahead {
+                engine.aux_waits_side()?;
+            }
+            let aux = engine.aux_stream();
+            let ops = (h, tau, info);
+            let top = util::Region {
+                rows: (0, split),
+                cols: (0, n),
+                taus: (0, split),
+            };
+            util::overflow_in(engine, aux, shape, ops, top)?;
+            let left = util::Region {
+                rows: (split, n),
+                cols: (0, split),
+                taus: (0, 0),
+            };
+            util::overflow_in(engine, aux, shape, ops, left)?;
+        }
     }
     if ahead {
         engine.main_waits_side()?;
     }
-    Ok(())
+    if checks_aside {
+        // The overflow check after the last step reads info, and the fill
+        // follows the early check.
+        engine.main_waits_aux()?;
+    }
+    Ok(split)
 }
 
 /// The 32-column panel at column `p` (width `w`) as two 16-column halves

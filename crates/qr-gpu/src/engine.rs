@@ -24,6 +24,19 @@ struct SideStream {
     to_main: CudaEvent,
 }
 
+impl SideStream {
+    fn new(ctx: &Arc<CudaContext>, priority: i32, what: &str) -> Result<Self, QrError> {
+        let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        Ok(Self {
+            stream: ctx
+                .new_stream_with_priority(priority)
+                .ctx(&format!("creating the engine's {what} stream"))?,
+            to_side: ctx.new_event(flags).ctx("creating an event")?,
+            to_main: ctx.new_event(flags).ctx("creating an event")?,
+        })
+    }
+}
+
 /// Queues on `waiter` a wait for the work queued on `other` so far, through
 /// `event` (re-recorded: a wait already queued on it keeps its point).
 fn wait_for(waiter: &CudaStream, other: &CudaStream, event: &CudaEvent) -> Result<(), QrError> {
@@ -39,6 +52,11 @@ pub(crate) struct Engine {
     ctx: Arc<CudaContext>,
     stream: Arc<CudaStream>,
     side: SideStream,
+    aux: SideStream,
+    /// Orders the side stream after the auxiliary one.
+    aux_to_side: CudaEvent,
+    /// Orders the auxiliary stream after the side one.
+    side_to_aux: CudaEvent,
     blas: CudaBlas,
     cache: ModuleCache,
     workspace: Mutex<Workspace>,
@@ -58,16 +76,13 @@ impl Engine {
         // are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("creating the engine's stream")?;
-        let (_, greatest) = cudarc::driver::result::stream::get_priority_range()
+        let (least, greatest) = cudarc::driver::result::stream::get_priority_range()
             .ctx("querying the stream priorities")?;
+        let side = SideStream::new(&ctx, greatest, "priority")?;
+        let aux = SideStream::new(&ctx, least, "auxiliary")?;
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
-        let side = SideStream {
-            stream: ctx
-                .new_stream_with_priority(greatest)
-                .ctx("creating the engine's priority stream")?,
-            to_side: ctx.new_event(flags).ctx("creating an event")?,
-            to_main: ctx.new_event(flags).ctx("creating an event")?,
-        };
+        let aux_to_side = ctx.new_event(flags).ctx("creating an event")?;
+        let side_to_aux = ctx.new_event(flags).ctx("creating an event")?;
         let cublas = blas(CudaBlas::new(stream.clone()), "creating the cuBLAS handle")?;
         // Full float32 products: the default math mode, never TF32, whose
         // 10-bit mantissa would break the factor-residual gate.
@@ -87,6 +102,9 @@ impl Engine {
             ctx,
             stream,
             side,
+            aux,
+            aux_to_side,
+            side_to_aux,
             blas: cublas,
             cache: ModuleCache::default(),
             workspace: Mutex::new(Workspace::default()),
@@ -123,6 +141,36 @@ impl Engine {
     /// Makes the main stream wait for everything queued on the side stream.
     pub(crate) fn main_waits_side(&self) -> Result<(), QrError> {
         wait_for(&self.stream, &self.side.stream, &self.side.to_main)
+    }
+
+    /// A third stream, of the lowest priority, for work that only later
+    /// steps need (the blocked paths' input scan beside the first panel).
+    pub(crate) fn aux_stream(&self) -> &Arc<CudaStream> {
+        &self.aux.stream
+    }
+
+    /// Makes the auxiliary stream wait for everything queued on the main
+    /// stream.
+    pub(crate) fn aux_waits_main(&self) -> Result<(), QrError> {
+        wait_for(&self.aux.stream, &self.stream, &self.aux.to_side)
+    }
+
+    /// Makes the main stream wait for everything queued on the auxiliary
+    /// stream.
+    pub(crate) fn main_waits_aux(&self) -> Result<(), QrError> {
+        wait_for(&self.stream, &self.aux.stream, &self.aux.to_main)
+    }
+
+    /// Makes the auxiliary stream wait for everything queued on the side
+    /// stream.
+    pub(crate) fn aux_waits_side(&self) -> Result<(), QrError> {
+        wait_for(&self.aux.stream, &self.side.stream, &self.side_to_aux)
+    }
+
+    /// Makes the side stream wait for everything queued on the auxiliary
+    /// stream.
+    pub(crate) fn side_waits_aux(&self) -> Result<(), QrError> {
+        wait_for(&self.side.stream, &self.aux.stream, &self.aux_to_side)
     }
 
     /// The raw cuBLAS handle (bound to the engine's stream).

@@ -32,8 +32,15 @@ pub(crate) fn geqrf(
     // Non-finite matrices are flagged first (inside, by the scan that also
     // finds the zero columns); they are factored with the rest (NaN only
     // flows through their own blocks) and overwritten with NaN last.
-    blocked::factor(engine, plan, shape, a, h, tau, info)?;
-    // A finite matrix whose R or reflectors did not fit f32 is flagged too.
-    util::overflow(engine, shape, h, tau, info)?;
+    let split = blocked::factor(engine, plan, shape, a, h, tau, info)?;
+    // A finite matrix whose R or reflectors did not fit f32 is flagged too
+    // (left of and above `split`, the check is queued already).
+    let n = shape.n();
+    let rest = util::Region {
+        rows: (split, n),
+        cols: (split, n),
+        taus: (split, n),
+    };
+    util::overflow_in(engine, engine.stream(), shape, (h, tau, info), rest)?;
     util::nanfill(engine, shape, h, tau, info)
 }

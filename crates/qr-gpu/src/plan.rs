@@ -113,6 +113,10 @@ pub struct PanelPlan {
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
+    /// Whether the input scan and half the overflow check run on the
+    /// auxiliary stream beside the factorization (`Tuning::checks_aside`;
+    /// out of place only).
+    pub checks_aside: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
     /// Depth of the tensor-core update's cp.async pipeline that keeps A2 in
@@ -443,6 +447,7 @@ pub fn plan(
             two_step: tuning.panel_two_step,
             float_reflector: tuning.float_reflector,
             look_ahead: tuning.look_ahead,
+            checks_aside: tuning.checks_aside,
             tensor_warps: tensor_warps(shape, device, tuning),
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,

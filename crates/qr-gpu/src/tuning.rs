@@ -146,6 +146,13 @@ pub struct Tuning {
     /// 640 x 512, 60 x 1024 and 8 x 2048 on the H200, within 0.5% elsewhere
     /// (docs/perf/qr-gpu.md, table "look ahead", session 7).
     pub look_ahead: bool,
+    /// Blocked paths that read the input out of place: the scan for
+    /// non-finite entries and zero columns runs on a low-priority stream
+    /// beside the first panel and update (which need neither), the second
+    /// step waiting for it; and the overflow check of the rows and columns
+    /// final at mid-factorization runs there beside the second half, so
+    /// that only the bottom-right quarter is checked after the last step.
+    pub checks_aside: bool,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
     /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
@@ -212,6 +219,7 @@ impl Default for Tuning {
             cluster_min_blocks: 4,
             cluster_max_block_rows: 192,
             look_ahead: true,
+            checks_aside: true,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 0,

@@ -358,6 +358,28 @@ fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The input scan beside the first panel and update (`Tuning::checks_aside`)
+/// on every panel strategy: sizes of one, two and three panels and every
+/// distribution, each bitwise equal (H, tau and info) to the scan first.
+fn checks_aside(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
+        let aside = (**g)
+            .clone()
+            .with_strategy(Some(s))
+            .with_tuning(qr_gpu::Tuning {
+                checks_aside: true,
+                ..qr_gpu::Tuning::default()
+            });
+        let first = aside.clone().with_tuning(qr_gpu::Tuning {
+            checks_aside: false,
+            ..qr_gpu::Tuning::default()
+        });
+        let specs = sizes_and_cases(&[1, 32, 33, 64, 65, 200, 512], (3, 300, 0.0), 20);
+        same_bits(&aside, &first, &specs, 1400, &format!("{s} checks aside"))?;
+    }
+    Ok(())
+}
+
 /// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps` 4;
 /// the default picks them only for batches of many waves) on every panel
 /// strategy: sizes around its row and column steps, every distribution,
@@ -790,7 +812,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 19] = [
+    let plain: [(&str, Test); 20] = [
         ("sgemm_trailing", sgemm_trailing),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),
@@ -812,6 +834,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("panel_quad", panel_quad),
         ("panel_barriers", panel_barriers),
         ("look_ahead", look_ahead),
+        ("checks_aside", checks_aside),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),

@@ -1,7 +1,7 @@
 //! Batch-wide helpers: non-finite and overflow detection, NaN fill and
 //! transposes.
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
 use super::{KernelSource, grid_dim};
@@ -35,24 +35,35 @@ fn slices(shape: Shape, sm_count: u32) -> u32 {
 
 /// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
 pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Result<(), QrError> {
-    nonfinite_zcol(engine, shape, a, info, 0)
+    engine.memset_u32(info, 0, shape.batch())?;
+    scan(engine, engine.stream(), shape, a, info, 0)
 }
 
-/// As [`nonfinite`], and when `zcol` is not 0 (a buffer of `batch` ints),
-/// `zcol[b]` = one past the last column of matrix `b` with a non-zero entry
-/// (0 for a zero matrix): the blocked path's per-call skip of exactly-zero
-/// trailing columns.
-pub(crate) fn nonfinite_zcol(
+/// As [`nonfinite`], and `zcol[b]` (a buffer of `batch` ints) = one past
+/// the last column of matrix `b` with a non-zero entry (0 for a zero
+/// matrix): the blocked path's per-call skip of exactly-zero trailing
+/// columns. The buffers are zeroed on the main stream and the scan runs on
+/// `stream`, which the caller has ordered after them.
+pub(crate) fn zero_nonfinite_zcol(
     engine: &Engine,
+    shape: Shape,
+    info: u64,
+    zcol: u64,
+) -> Result<(), QrError> {
+    engine.memset_u32(info, 0, shape.batch())?;
+    engine.memset_u32(zcol, 0, shape.batch())
+}
+
+/// The scan of [`zero_nonfinite_zcol`]'s buffers (`zcol` 0: info only) on
+/// `stream`.
+pub(crate) fn scan(
+    engine: &Engine,
+    stream: &CudaStream,
     shape: Shape,
     a: u64,
     info: u64,
     zcol: u64,
 ) -> Result<(), QrError> {
-    engine.memset_u32(info, 0, shape.batch())?;
-    if zcol != 0 {
-        engine.memset_u32(zcol, 0, shape.batch())?;
-    }
     let f = engine.function(&SOURCE, &[], NONFINITE)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
@@ -64,7 +75,7 @@ pub(crate) fn nonfinite_zcol(
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = engine.stream().launch_builder(&f);
+    let mut b = stream.launch_builder(&f);
     b.arg(&a).arg(&info).arg(&zcol).arg(&n);
     // SAFETY: `a` holds batch * n * n floats, `info` (and `zcol` when not
     // null) batch ints (the caller's buffers, checked against `shape`, or the
@@ -74,32 +85,80 @@ pub(crate) fn nonfinite_zcol(
     Ok(())
 }
 
+/// Rows, columns (half-open ranges) of H and the range of tau that one
+/// overflow check covers.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Region {
+    /// Rows of H.
+    pub rows: (usize, usize),
+    /// Columns of H.
+    pub cols: (usize, usize),
+    /// Entries of tau.
+    pub taus: (usize, usize),
+}
+
 /// `info[b] = 2` (`Info::OVERFLOW`) for every matrix with `info[b] == 0`
-/// whose `h` or `tau` holds a NaN or an infinity: a finite input whose
-/// factors do not fit `f32`.
-pub(crate) fn overflow(
+/// whose `h` or `tau` holds a NaN or an infinity in `region` (a finite
+/// input whose factors do not fit `f32`), on `stream`. The region's entries
+/// must be final, so that part of the check may run beside the rest of the
+/// factorization.
+pub(crate) fn overflow_in(
     engine: &Engine,
+    stream: &CudaStream,
     shape: Shape,
-    h: u64,
-    tau: u64,
-    info: u64,
+    (h, tau, info): (u64, u64, u64),
+    region: Region,
 ) -> Result<(), QrError> {
     let f = engine.function(&SOURCE, &[], OVERFLOW)?;
-    let n = shape.n() as i32;
+    let n = shape.n();
+    let (rows, cols) = (
+        region.rows.1.saturating_sub(region.rows.0),
+        region.cols.1.saturating_sub(region.cols.0),
+    );
+    if region.rows.1 > n || region.cols.1 > n || region.taus.1 > n {
+        return Err(QrError::Unsupported {
+            message: format!("overflow check region {region:?} outside an order-{n} matrix"),
+        });
+    }
+    if rows == 0 || cols == 0 {
+        return Ok(());
+    }
+    // Slices as for a square matrix of the region's size.
+    let side = (rows * cols).isqrt().max(1);
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(shape.batch())?,
-            slices(shape, engine.info().sm_count),
+            slices(Shape::new(shape.batch(), side)?, engine.info().sm_count),
             1,
         ),
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = engine.stream().launch_builder(&f);
-    b.arg(&h).arg(&tau).arg(&info).arg(&n);
+    let int = |x: usize| x as i32;
+    let (n, r0, r1, c0, c1, t0, t1) = (
+        int(n),
+        int(region.rows.0),
+        int(region.rows.1),
+        int(region.cols.0),
+        int(region.cols.1),
+        int(region.taus.0),
+        int(region.taus.1),
+    );
+    let mut b = stream.launch_builder(&f);
+    b.arg(&h)
+        .arg(&tau)
+        .arg(&info)
+        .arg(&n)
+        .arg(&r0)
+        .arg(&r1)
+        .arg(&c0)
+        .arg(&c1)
+        .arg(&t0)
+        .arg(&t1);
     // SAFETY: `h` holds batch * n * n floats, `tau` batch * n and `info`
-    // batch ints (the caller's buffers, checked against `shape`); each block
-    // reads its slice of its matrix and writes only that matrix's info.
+    // batch ints (the caller's buffers, checked against `shape`); the region
+    // lies within n x n and n (checked above); each block reads its slice of
+    // its matrix's region and writes only that matrix's info.
     unsafe { b.launch(cfg) }.ctx("launching util_overflow_f32")?;
     Ok(())
 }

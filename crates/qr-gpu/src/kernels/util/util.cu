@@ -47,21 +47,41 @@ extern "C" __global__ void util_nonfinite_f32(const float* __restrict__ a, int* 
 }
 
 // info[b] = 2 (OVERFLOW) when matrix b was finite (info 0) but its H or tau
-// holds a NaN or an infinity: its R or a reflector did not fit f32.
-// Grid: (matrices, slices per matrix). Runs after the factorization, before
-// the fill; sibling slices may store 2 at once, which atomicMax orders.
+// holds a NaN or an infinity: its R or a reflector did not fit f32. Checks
+// rows r0..r1 x columns c0..c1 of H and tau[t0..t1) (a region whose values
+// are final, so that part of the check may run before the factorization
+// ends). Grid: (matrices, slices of the region). Runs before the fill;
+// sibling slices may store 2 at once, which atomicMax orders.
 extern "C" __global__ void util_overflow_f32(const float* __restrict__ h,
                                              const float* __restrict__ tau, int* __restrict__ info,
-                                             int n) {
+                                             int n, int r0, int r1, int c0, int c1, int t0,
+                                             int t1) {
     const int b = blockIdx.x;
-    // Non-finite inputs (1) were flagged before the factorization and stay;
-    // uniform per block, so the early return leaves no thread at the barrier.
+    // Non-finite inputs (1) were flagged before and stay; uniform per
+    // block, so the early return leaves no thread at the barrier.
     if (info[b] == 1) return;
-    const long long len = (long long)n * n;
+    const int wd = c1 - c0;
+    const long long len = (long long)(r1 - r0) * wd;
     const long long per = (len + gridDim.y - 1) / gridDim.y;
     const long long lo = min(len, (long long)blockIdx.y * per), hi = min(len, lo + per);
-    int bad = util_any_nonfinite(h + (long long)b * len, lo, hi);
-    if (blockIdx.y == 0) bad |= util_any_nonfinite(tau + (long long)b * n, 0, n);
+    const float* m = h + (long long)b * n * n;
+    int bad = 0;
+    // The position follows the flat index by additions (no division per element).
+    int r = r0 + (int)((lo + threadIdx.x) / wd), c = (int)((lo + threadIdx.x) % wd);
+    const int dr = (int)(blockDim.x / wd), dc = (int)(blockDim.x % wd);
+    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
+        bad |= util_nonfinite(m[(long long)r * n + c0 + c]);
+        r += dr;
+        c += dc;
+        if (c >= wd) {
+            c -= wd;
+            r += 1;
+        }
+    }
+    if (blockIdx.y == 0)
+        for (int j = t0 + threadIdx.x; j < t1; j += blockDim.x)
+            bad |= util_nonfinite(tau[(long long)b * n + j]);
+    bad = __syncthreads_or(bad);
     if (threadIdx.x == 0 && bad) atomicMax(info + b, 2);
 }
 
