@@ -449,6 +449,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     for aside in [false, true] {
         let t = Tuning {
             checks_aside: aside,
+            checks_aside_min_l2: 0,
             ..base.clone()
         };
         add(

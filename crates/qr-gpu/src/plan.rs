@@ -447,7 +447,9 @@ pub fn plan(
             two_step: tuning.panel_two_step,
             float_reflector: tuning.float_reflector,
             look_ahead: tuning.look_ahead,
-            checks_aside: tuning.checks_aside,
+            checks_aside: tuning.checks_aside
+                && shape.a_bytes() as u64
+                    >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64,
             tensor_warps: tensor_warps(shape, device, tuning),
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
@@ -722,6 +724,20 @@ mod tests {
         };
         // Padded, 238 would not fit: it keeps the odd leading dimension.
         assert_eq!((lda(176), lda(238)), (184, 239));
+    }
+
+    #[test]
+    fn checks_go_aside_for_batches_past_three_l2s() {
+        let (d, t) = (h200(), Tuning::default());
+        for (batch, n, aside) in [
+            (640, 512, true),
+            (60, 1024, true),
+            (8, 2048, false),
+            (40, 176, false),
+        ] {
+            let p = plan(Shape::new(batch, n).unwrap(), &d, &t, None).unwrap();
+            assert_eq!(p.panel.checks_aside, aside, "{batch} x {n}");
+        }
     }
 
     #[test]

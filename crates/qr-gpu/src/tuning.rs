@@ -152,7 +152,17 @@ pub struct Tuning {
     /// step waiting for it; and the overflow check of the rows and columns
     /// final at mid-factorization runs there beside the second half, so
     /// that only the bottom-right quarter is checked after the last step.
+    /// Only for batches of at least `checks_aside_min_l2` times the L2
+    /// cache's bytes: on the H200 640 x 512 6933.1 -> 6835.1 us and
+    /// 60 x 1024 4906.3 -> 4853.8 (640 and 240 MiB), while 8 x 2048
+    /// (128 MiB) went 7943.8 -> 8054.9, 2 x 4096 19240.0 -> 19347.7 and
+    /// 40 x 176 311.0 -> 353.7 (docs/perf/qr-gpu.md, table "checks aside",
+    /// session 11): a short scan gains less than the stream joins and the
+    /// low-priority blocks in the panels' way cost.
     pub checks_aside: bool,
+    /// See `checks_aside`: between 128 MiB (2.1 L2s, slower) and 240 MiB
+    /// (4 L2s, faster).
+    pub checks_aside_min_l2: u32,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
     /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
@@ -220,6 +230,7 @@ impl Default for Tuning {
             cluster_max_block_rows: 192,
             look_ahead: true,
             checks_aside: true,
+            checks_aside_min_l2: 3,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 0,

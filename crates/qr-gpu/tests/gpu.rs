@@ -368,6 +368,7 @@ fn checks_aside(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             .with_strategy(Some(s))
             .with_tuning(qr_gpu::Tuning {
                 checks_aside: true,
+                checks_aside_min_l2: 0,
                 ..qr_gpu::Tuning::default()
             });
         let first = aside.clone().with_tuning(qr_gpu::Tuning {
