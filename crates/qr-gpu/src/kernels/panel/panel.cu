@@ -439,6 +439,58 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
             (R)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
 
+#if PANEL_F32RF
+// update_rows for a float32 reflector of the one-barrier loop, with each
+// row's arithmetic folded into one FMA: lane c takes A[., c] + x k with
+// k = -scale wc[c] (0 for the columns the reflector leaves alone), and lane
+// r (isr) takes x k + 0 with k = scale, i.e. v. Row `first` (the next pivot,
+// warp 0's first row) is updated but not summed, so it is peeled off the
+// loop and no row carries a test for it.
+__device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int first, int rows,
+                                                int warp, int lane, float k, bool isr, int w,
+                                                float (*red)[PANEL_NB]) {
+    const bool store = lane >= r && lane < w;
+    const int src = next < 0 ? 0 : next;
+    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+    int lr = first + warp;
+    if (warp == 0 && lr < rows) {  // warp-uniform
+        float* row = s + lr * PANEL_LD;
+        const float x = row[r];
+        const float a0 = row[lane];
+        const float a = fmaf(x, k, isr ? 0.0f : a0);
+        if (store) row[lane] = a;
+        lr += PANEL_WARPS;
+    }
+    for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
+            const float x = row[r];
+            const float a0 = row[lane];
+            const float a = fmaf(x, k, isr ? 0.0f : a0);
+            if (store) row[lane] = a;
+            const float y = __shfl_sync(0xffffffffu, a, src);
+            acc[u] = fmaf(y, a, acc[u]);
+        }
+    }
+#pragma unroll
+    for (int u = 0; u < 3; ++u, lr += PANEL_WARPS) {
+        // Warp-uniform condition: the shuffle needs every lane.
+        if (lr < rows) {
+            float* row = s + lr * PANEL_LD;
+            const float x = row[r];
+            const float a0 = row[lane];
+            const float a = fmaf(x, k, isr ? 0.0f : a0);
+            if (store) row[lane] = a;
+            const float y = __shfl_sync(0xffffffffu, a, src);
+            acc[u] = fmaf(y, a, acc[u]);
+        }
+    }
+    if (next >= 0)
+        red[warp][lane] = (float)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
+}
+#endif
+
 #if PANEL_QUAD
 #ifndef PANEL_QUAD_U
 #define PANEL_QUAD_U 1  // groups of four rows per loop step
@@ -858,8 +910,9 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
                 }
                 pend_on = lane >= r && lane < w;
                 pend = lane == r ? rf.beta : rv - wc;
-                update_rows<true>(s, r, r + 1 < w ? r + 1 : -1, r + 1, rows, 0, warp, lane,
-                                  rf.scale, (double)rf.scale, wc, w, redf[par ^ 1]);
+                update_rows_f32(s, r, r + 1 < w ? r + 1 : -1, r + 1, rows, warp, lane,
+                                lane == r ? rf.scale : -(rf.scale * wc), lane == r, w,
+                                redf[par ^ 1]);
                 continue;
             }
         }
