@@ -181,10 +181,21 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     }
     // The staged tensor update (A2 kept in shared memory between its passes)
     // by pipeline depth and warps, with the planner's own warps first.
-    for (depth, warps) in [(0u32, 0u32), (2, 0), (3, 0), (4, 0), (3, 8), (3, 4)] {
+    for (depth, warps, ring) in [
+        (0u32, 0u32, false),
+        (2, 0, false),
+        (3, 0, false),
+        (4, 0, false),
+        (3, 8, false),
+        (3, 4, false),
+        (2, 0, true),
+        (3, 0, true),
+        (4, 0, true),
+    ] {
         let t = Tuning {
             tensor_stage_depth: depth,
             tensor_warps: warps,
+            tensor_stage_ring: ring,
             ..base.clone()
         };
         add(
@@ -196,7 +207,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
                 "60,1024,2,dense",
                 "8,2048,1,dense",
             ],
-            format!("tensor stage {depth} warps {warps}"),
+            format!("tensor stage {depth} warps {warps} ring {ring}"),
             None,
             &t,
         );

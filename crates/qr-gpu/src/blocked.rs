@@ -370,6 +370,7 @@ fn tensor_update(
             trailing_tc::Staging {
                 depth: plan.panel.tensor_stage_depth,
                 max_rows: plan.panel.tensor_stage_max_rows,
+                ring: plan.panel.tensor_stage_ring,
             },
         )?;
     }

@@ -125,6 +125,9 @@ pub struct PanelPlan {
     pub tensor_stage_depth: u32,
     /// Most trailing rows the staged update holds (`Tuning::tensor_stage_max_rows`).
     pub tensor_stage_max_rows: usize,
+    /// Whether the staged update passes A2 through its rings
+    /// (`Tuning::tensor_stage_ring`).
+    pub tensor_stage_ring: bool,
     /// Whether each 32-column panel is factored as two 16-column halves
     /// (`Tuning::two_level_min_batch_per_sm`; a block alone per matrix with
     /// the shared-memory panel and the tensor-core update only).
@@ -453,6 +456,7 @@ pub fn plan(
             tensor_warps: tensor_warps(shape, device, tuning),
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
+            tensor_stage_ring: tuning.tensor_stage_ring,
             two_level: false,
         },
         reason,
@@ -588,8 +592,9 @@ mod tests {
         // to a block alone (table "few matrices").
         assert_eq!(at(40, 176).strategy, Strategy::Blocked);
         assert_eq!(at(40, 176).panel.threads, 256);
-        assert_eq!(at(40, 352).strategy, Strategy::Cluster);
-        assert_eq!(at(40, 512).strategy, Strategy::Cluster);
+        assert_eq!(at(40, 352).strategy, Strategy::Blocked);
+        assert_eq!(at(40, 352).panel.threads, 512);
+        assert_eq!(at(40, 512).strategy, Strategy::Blocked);
         assert_eq!(at(20, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
         assert_eq!(at(640, 512).panel.rows_per_thread, 0);
@@ -607,7 +612,7 @@ mod tests {
         };
         let p = plan(Shape::new(60, 1024).unwrap(), &d, &two_barriers, None).unwrap();
         assert_eq!((p.strategy, p.panel.groups), (Strategy::Cluster, 4));
-        assert_eq!(at(40, 352).panel.groups, 4);
+        assert_eq!(at(40, 352).panel.groups, 1);
         assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
         assert_eq!(at(8, 2048).panel.groups, 8);
         let big = at(2, 4096);

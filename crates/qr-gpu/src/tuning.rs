@@ -118,7 +118,10 @@ pub struct Tuning {
     /// threads 6636 / 6263 / 5157 / 5440 us.
     pub blocked_tall_panel_threads: u32,
     /// See `blocked_tall_panel_threads`: 40 x 176 and 40 x 240 were fastest
-    /// at 256-384 threads, 512 lost 6% and 5% there.
+    /// at 256-384 threads, 512 lost 6% and 5% there; with float32 reflectors
+    /// (session 11, table "few matrices") 40 x 352 at 256 / 384 / 512 threads
+    /// took 827.7 / 772.8 / 746.8 us and 40 x 240 460.3 / 444.2 / 452.2, so
+    /// the line lies between 240 and 352 rows.
     pub blocked_tall_panel_rows: usize,
     /// Those tall panels take two reflectors per barrier where they may
     /// (`panel_two_step` for them alone). Off since session 11: the
@@ -131,7 +134,9 @@ pub struct Tuning {
     /// Few matrices whose panel fits one block: a cluster of fewer blocks
     /// loses to the one-barrier panel of a block alone (table "few
     /// matrices", session 9: 40 x 176 cluster of 2 390.8 us vs block alone
-    /// 360.0, 40 x 240 569.0 vs 547.5).
+    /// 360.0, 40 x 240 569.0 vs 547.5; session 11, float32 reflectors:
+    /// 40 x 352, cluster of 4, 816.3 vs 746.8 at 512 threads, 40 x 512, 4,
+    /// 1352.8 vs 1304.4, while 20 x 1024, 8, 3169.0 vs 3714.1).
     pub cluster_min_blocks: u32,
     /// Few matrices whose panel fits one block: a cluster whose blocks hold
     /// this many panel rows or more loses to the block alone (table "few
@@ -178,15 +183,27 @@ pub struct Tuning {
     /// Tensor-core update: depth of the cp.async pipeline that keeps each
     /// block's A2 tile in shared memory from the W pass to the update pass
     /// (A2 read from global memory once, V through a ring of this many
-    /// 16-row slabs per warp); 0 streams A2 twice. Same bits either way.
-    /// Off: slower on every case measured on the H200 (640 x 512 7075 us
-    /// unstaged against 7367 / 7640 / 7735 at depth 2 / 3 / 4, 60 x 1024
-    /// 5124 against 5372 and more): the tile's shared memory costs blocks
-    /// per SM that the kernel needs more than the saved second read
-    /// (docs/perf/qr-gpu.md, table "tensor stage", session 10).
+    /// 16-row slabs per warp), or with `tensor_stage_ring` streams both
+    /// through the ring; 0 streams A2 twice without shared memory. Same bits
+    /// every way. Resident tiles were slower on every case measured on the
+    /// H200 (640 x 512 7075 us unstaged against 7367 / 7640 / 7735 at depth
+    /// 2 / 3 / 4, 60 x 1024 5124 against 5372 and more: the tile's shared
+    /// memory costs blocks per SM that the kernel needs more than the saved
+    /// second read; docs/perf/qr-gpu.md, table "tensor stage", session 10);
+    /// 2 is the ring's depth.
     pub tensor_stage_depth: u32,
     /// Most trailing rows a staged block holds (taller updates stream).
     pub tensor_stage_max_rows: usize,
+    /// Staged tensor update (`tensor_stage_depth` > 0) without the resident
+    /// tile: each warp's ring slots hold a V slab and an A2 slab, so A2 is
+    /// read from global memory in both passes as unstaged, but every load
+    /// is a cp.async issued `tensor_stage_depth - 1` slabs ahead, at 4 KiB
+    /// of shared memory per slot and warp. On, at depth 2: 640 x 512 6690.0
+    /// -> 6175.9 us, 8 x 2048 7897.4 -> 7498.5, 60 x 1024 4846.1 -> 4819.3,
+    /// 40 x 176 and 40 x 352 within 0.5% (H200, docs/perf/qr-gpu.md, table
+    /// "tensor stage", session 11); depths 3 and 4 were slower (fewer
+    /// blocks per SM).
+    pub tensor_stage_ring: bool,
     /// `blocked` path: batches of at least this many matrices per SM
     /// factor each 32-column panel as two 16-column halves (half the panel's
     /// shared memory, so twice the blocks per SM, and two rows per warp
@@ -224,17 +241,18 @@ impl Default for Tuning {
             panel_two_step: false,
             float_reflector: true,
             blocked_tall_panel_threads: 512,
-            blocked_tall_panel_rows: 512,
+            blocked_tall_panel_rows: 320,
             blocked_tall_panel_two_step: false,
-            cluster_min_blocks: 4,
+            cluster_min_blocks: 8,
             cluster_max_block_rows: 192,
             look_ahead: true,
             checks_aside: true,
             checks_aside_min_l2: 3,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
-            tensor_stage_depth: 0,
+            tensor_stage_depth: 2,
             tensor_stage_max_rows: 1024,
+            tensor_stage_ring: true,
             two_level_min_batch_per_sm: u32::MAX,
         }
     }

@@ -418,15 +418,21 @@ fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The tensor-core update with A2 staged in shared memory
-/// (`Tuning::tensor_stage_depth`): on every panel strategy, sizes around
-/// its row steps and the staging limit (tall updates stream, later ones
-/// stage), every distribution, each bitwise equal to the streaming update
-/// (the same products summed in the same order).
+/// (`Tuning::tensor_stage_depth`, resident tiles and rings): on every panel
+/// strategy, sizes around its row steps and the staging limit (tall updates
+/// stream, later ones stage), every distribution, each bitwise equal to the
+/// streaming update (the same products summed in the same order).
 fn tensor_stage(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (depth, warps, max_rows) in [(3u32, 4u32, 1024usize), (2, 8, 300), (4, 4, 4096)] {
+    for (depth, warps, max_rows, ring) in [
+        (3u32, 4u32, 1024usize, false),
+        (2, 8, 300, false),
+        (2, 4, 0, true),
+        (3, 8, 0, true),
+    ] {
         for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
             let base = qr_gpu::Tuning {
                 tensor_warps: warps,
+                tensor_stage_depth: 0,
                 ..qr_gpu::Tuning::default()
             };
             let plain = (**g)
@@ -436,10 +442,12 @@ fn tensor_stage(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             let staged = plain.clone().with_tuning(qr_gpu::Tuning {
                 tensor_stage_depth: depth,
                 tensor_stage_max_rows: max_rows,
+                tensor_stage_ring: ring,
                 ..base
             });
             let specs = sizes_and_cases(&[33, 65, 200, 513, 1000], (3, 300, 0.0), 30);
-            let label = format!("{s} tensor stage {depth} warps {warps} rows {max_rows}");
+            let label =
+                format!("{s} tensor stage {depth} warps {warps} rows {max_rows} ring {ring}");
             same_bits(&staged, &plain, &specs, 1400, &label)?;
         }
     }

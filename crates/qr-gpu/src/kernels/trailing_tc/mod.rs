@@ -27,6 +27,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_PREFETCH",
         "TC_VEC4",
         "TC_STAGE",
+        "TC_RING",
     ],
 };
 
@@ -48,8 +49,15 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// about 180 registers, so it runs half the blocks per SM
 /// (`Tuning::tensor_prefetch`). `stage` (0: off) is the depth of the
 /// cp.async pipeline that keeps the block's A2 tile in shared memory
-/// between the two passes (`Tuning::tensor_stage_depth`).
-pub(crate) fn defines(vec4: bool, prefetch: bool, warps: u32, stage: u32) -> Vec<(String, String)> {
+/// between the two passes (`Tuning::tensor_stage_depth`), or with `ring`
+/// passes A2 through each warp's ring like V (`Tuning::tensor_stage_ring`).
+pub(crate) fn defines(
+    vec4: bool,
+    prefetch: bool,
+    warps: u32,
+    stage: u32,
+    ring: bool,
+) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
     let blocks = WARPS_PER_SM / warps / if prefetch { 2 } else { 1 };
     [
@@ -61,6 +69,7 @@ pub(crate) fn defines(vec4: bool, prefetch: bool, warps: u32, stage: u32) -> Vec
         ("TC_PREFETCH", u8::from(prefetch).to_string()),
         ("TC_VEC4", u8::from(vec4).to_string()),
         ("TC_STAGE", stage.to_string()),
+        ("TC_RING", u8::from(ring && stage > 0).to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -100,10 +109,14 @@ pub(crate) struct Operands {
 
 /// Dynamic shared memory of the staged kernel: each warp's ring of
 /// `depth` 16-row V slabs, then the A2 tile (`nrow` rounded up to 16 rows
-/// of 32 columns).
-pub(crate) fn stage_bytes(warps: u32, depth: u32, nrow: usize) -> usize {
+/// of 32 columns); with `ring`, `depth` V and A2 slab pairs per warp.
+pub(crate) fn stage_bytes(warps: u32, depth: u32, nrow: usize, ring: bool) -> usize {
     let slab = 16 * BN * std::mem::size_of::<f32>();
-    (warps * depth) as usize * slab + nrow.div_ceil(16) * slab
+    if ring {
+        2 * (warps * depth) as usize * slab
+    } else {
+        (warps * depth) as usize * slab + nrow.div_ceil(16) * slab
+    }
 }
 
 /// How the update stages its operands through shared memory
@@ -113,8 +126,10 @@ pub(crate) struct Staging {
     /// cp.async pipeline depth; 0 never stages.
     pub depth: u32,
     /// Most A2 rows a staged block holds; taller updates stream from global
-    /// memory twice.
+    /// memory twice (not with `ring`).
     pub max_rows: usize,
+    /// A2 passes through the rings too, read twice, nothing resident.
+    pub ring: bool,
 }
 
 /// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
@@ -140,9 +155,10 @@ pub(crate) fn launch(
     let depth = staging.depth.min(8);
     let mut stage = 0;
     let mut smem = 0;
-    if depth > 0 && vec4 && !prefetch && nrow <= staging.max_rows {
-        let bytes = stage_bytes(warps, depth, nrow);
-        let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, depth), APPLY)?;
+    let ring = staging.ring;
+    if depth > 0 && vec4 && !prefetch && (ring || nrow <= staging.max_rows) {
+        let bytes = stage_bytes(warps, depth, nrow, ring);
+        let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, depth, ring), APPLY)?;
         if bytes <= engine.info().smem_per_block_optin {
             f.set_attribute(
                 FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
@@ -158,7 +174,7 @@ pub(crate) fn launch(
             }
         }
     }
-    let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, stage), APPLY)?;
+    let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, stage, ring), APPLY)?;
     let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(blocks)?, 1, 1),
@@ -194,7 +210,8 @@ pub(crate) fn launch(
     // workspace sized for the batch at these strides; the kernel writes only
     // A2 and reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
     // Staged, its dynamic shared memory is `stage_bytes` of these warps,
-    // this depth and these rows, within the limit just raised.
+    // this depth, these rows and this ring choice, within the limit just
+    // raised.
     unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;
     Ok(())
 }

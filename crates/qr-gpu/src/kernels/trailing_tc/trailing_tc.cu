@@ -71,6 +71,12 @@
 #if TC_STAGE && (TC_BN != 32 || !TC_VEC4 || TC_PREFETCH)
 #error "TC_STAGE needs TC_BN 32, TC_VEC4 1 and TC_PREFETCH 0"
 #endif
+#ifndef TC_RING
+#error "TC_RING (1: a staged A2 slab passes through the warp's ring like V's, read twice from global memory) must be defined by the plan"
+#endif
+#if TC_RING && !TC_STAGE
+#error "TC_RING needs TC_STAGE"
+#endif
 
 #define TC_NB 32                     // panel width: V columns, T order
 #define TC_THREADS (TC_WARPS * 32)
@@ -432,7 +438,8 @@ __device__ __forceinline__ void tc_cp_wait_ahead() {
 }
 
 // Stages the 16 rows from r0 of V into `ring` (16 x 32) and, with `a_too`,
-// of A2 (`as`, ncols columns valid) into the resident tile `sa` at row r0.
+// of A2 (`as`, ncols columns valid) into `sa` (16 x 32: a ring slot's second
+// half, or row r0 of the resident tile).
 __device__ __forceinline__ void tc_stage_rows(float* ring, float* sa, bool a_too,
                                               const float* __restrict__ vm, const float* as,
                                               int lda, int r0, int nrow, int ncols, int lane) {
@@ -444,7 +451,7 @@ __device__ __forceinline__ void tc_stage_rows(float* ring, float* sa, bool a_too
         tc_cp16(ring + rr * 32 + pu, in ? vm + row * TC_NB + 4 * u : vm, in ? 16 : 0);
         if (a_too) {
             const bool ain = in && 4 * u < ncols;
-            tc_cp16(sa + row * 32 + pu, ain ? as + (long long)row * lda + 4 * u : as,
+            tc_cp16(sa + rr * 32 + pu, ain ? as + (long long)row * lda + 4 * u : as,
                     ain ? 16 : 0);
         }
     }
@@ -454,22 +461,24 @@ __device__ __forceinline__ tc_f4 tc_lds4(const float* rowp, int row, int u) {
     return *reinterpret_cast<const tc_f4*>(rowp + 4 * (u ^ tc_swz(row)));
 }
 
-// The W pass's slab at rows r0.. from shared memory (tc_load_slab's layout).
+// The W pass's slab from shared memory (tc_load_slab's layout): V at
+// `ring`, A2 at `sa` (16 x 32 each).
 __device__ __forceinline__ void tc_slab_from_smem(tc_slab& sl, const float* ring, const float* sa,
-                                                  int r0, int g, int tq) {
+                                                  int g, int tq) {
 #pragma unroll
     for (int s = 0; s < 2; ++s)
 #pragma unroll
         for (int e = 0; e < 2; ++e) {
             const int rr = 8 * s + 4 * e + tq;
             sl.v[s][e] = tc_lds4(ring + rr * 32, rr, g);
-            sl.x[s][e][0] = tc_lds4(sa + (r0 + rr) * 32, rr, g);
+            sl.x[s][e][0] = tc_lds4(sa + rr * 32, rr, g);
         }
 }
 
-// The update's tile at rows i0.. from shared memory (tc_load_tile's layout).
+// The update's tile from shared memory (tc_load_tile's layout): V at
+// `ring`, A2 at `sa`.
 __device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring, const float* sa,
-                                                  int i0, int w, int g, int tq) {
+                                                  int w, int g, int tq) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int rr = g + 8 * h;
@@ -477,7 +486,7 @@ __device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring
         for (int c = 0; c < 2; ++c) {
             const int vc = 16 * c + 4 * tq;
             tl.v[h][c] = tc_lds4(ring + rr * 32, rr, 4 * c + tq);
-            tl.x[h][c] = tc_lds4(sa + (i0 + rr) * 32, rr, 4 * c + tq);
+            tl.x[h][c] = tc_lds4(sa + rr * 32, rr, 4 * c + tq);
 #pragma unroll
             for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
                 if (vc + j >= w) tl.v[h][c].x[j] = 0.0f;
@@ -552,30 +561,36 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     constexpr int kRowStep = TC_WARPS * 16;
 #if TC_STAGE
     static_assert(TC_WN == 1, "a warp's W slabs and update tiles are the same rows");
-    // The warp's ring of TC_STAGE V slabs, then the block's resident A2 tile.
+    // The warp's ring of TC_STAGE slots, then the block's resident A2 tile;
+    // with TC_RING a slot holds a V slab and an A2 slab and nothing is
+    // resident.
     extern __shared__ __attribute__((aligned(16))) float tc_dyn[];
     constexpr int kSlab = 16 * 32;
-    float* ring = tc_dyn + warp * (TC_STAGE * kSlab);
-    float* sa = tc_dyn + TC_WARPS * (TC_STAGE * kSlab);
+    constexpr int kSlot = (TC_RING ? 2 : 1) * kSlab;
+    float* ring = tc_dyn + warp * (TC_STAGE * kSlot);
+    float* sa = tc_dyn + TC_WARPS * (TC_STAGE * kSlot);
+    // Where slot q's A2 slab of rows r0.. lives.
+    auto a_at = [&](int q, int r0) { return TC_RING ? ring + q * kSlot + kSlab : sa + r0 * 32; };
     const int nslab = nrow > warp * 16 ? (nrow - warp * 16 + kRowStep - 1) / kRowStep : 0;
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage_rows(ring + k * kSlab, sa, true, vm, as, lda, warp * 16 + k * kRowStep, nrow,
-                          ncols, lane);
+            tc_stage_rows(ring + k * kSlot, a_at(k, warp * 16 + k * kRowStep), true, vm, as, lda,
+                          warp * 16 + k * kRowStep, nrow, ncols, lane);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int r0 = warp * 16 + k * kRowStep, ahead = k + TC_STAGE - 1;
-        // Slot ahead % TC_STAGE was last read at slab k - 1, before its __syncwarp.
+        const int qa = ahead % TC_STAGE, qk = k % TC_STAGE;
+        // Slot qa was last read at slab k - 1, before its __syncwarp.
         if (ahead < nslab)
-            tc_stage_rows(ring + (ahead % TC_STAGE) * kSlab, sa, true, vm, as, lda,
-                          warp * 16 + ahead * kRowStep, nrow, ncols, lane);
+            tc_stage_rows(ring + qa * kSlot, a_at(qa, warp * 16 + ahead * kRowStep), true, vm, as,
+                          lda, warp * 16 + ahead * kRowStep, nrow, ncols, lane);
         tc_cp_commit();
         tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
         __syncwarp();
         tc_slab cur;
-        tc_slab_from_smem(cur, ring + (k % TC_STAGE) * kSlab, sa, r0, g, tq);
+        tc_slab_from_smem(cur, ring + qk * kSlot, a_at(qk, r0), g, tq);
         __syncwarp();
         tc_w_slab(cur, acc);
 #else
@@ -693,25 +708,26 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
 
     constexpr int kTileStep = TC_WR * 16;
 #if TC_STAGE
-    // A2 is resident since the W pass (this warp's own rows); V comes
-    // through the ring again.
+    // A2 is resident since the W pass (this warp's own rows), or with
+    // TC_RING comes through the ring again; V comes through the ring.
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage_rows(ring + k * kSlab, sa, false, vm, as, lda, warp * 16 + k * kRowStep, nrow,
-                          ncols, lane);
+            tc_stage_rows(ring + k * kSlot, a_at(k, warp * 16 + k * kTileStep), TC_RING, vm, as,
+                          lda, warp * 16 + k * kTileStep, nrow, ncols, lane);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int i0 = warp * 16 + k * kTileStep, ahead = k + TC_STAGE - 1;
+        const int qa = ahead % TC_STAGE, qk = k % TC_STAGE;
         if (ahead < nslab)
-            tc_stage_rows(ring + (ahead % TC_STAGE) * kSlab, sa, false, vm, as, lda,
-                          warp * 16 + ahead * kTileStep, nrow, ncols, lane);
+            tc_stage_rows(ring + qa * kSlot, a_at(qa, warp * 16 + ahead * kTileStep), TC_RING, vm,
+                          as, lda, warp * 16 + ahead * kTileStep, nrow, ncols, lane);
         tc_cp_commit();
         tc_cp_wait_ahead();
         __syncwarp();
         tc_tile tl;
-        tc_tile_from_smem(tl, ring + (k % TC_STAGE) * kSlab, sa, i0, w, g, tq);
+        tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk, i0), w, g, tq);
         __syncwarp();
         if (full && i0 + 16 <= nrow)
             tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
