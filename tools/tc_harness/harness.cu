@@ -75,7 +75,7 @@ static void build(Variant& v, const std::string& src, const char* outdir, bool d
         "-DTC_SPLIT=" + std::to_string(v.split), "-DTC_BN=" + std::to_string(v.bn),
         "-DTC_WARPS=" + std::to_string(v.warps), "-DTC_MIN_BLOCKS=" + std::to_string(v.minb),
         "-DTC_FLUSH=" + std::to_string(v.flush), "-DTC_PREFETCH=" + std::to_string(v.prefetch),
-        "-DTC_VEC4=" + std::to_string(v.vec4)};
+        "-DTC_VEC4=" + std::to_string(v.vec4), "-DTC_STAGE=0", "-DTC_RING=0"};
     printf("  %-18s", v.name);
     for (auto& d : defs) printf(" %s", d.c_str());
     printf("\n");
@@ -454,7 +454,7 @@ int main(int argc, char** argv) {
         const std::vector<char> c = nvrtc_compile(
             joined, "prelude+trailing_tc.cu",
             {"-DTC_SPLIT=0", "-DTC_BN=32", "-DTC_WARPS=8", "-DTC_MIN_BLOCKS=2", "-DTC_FLUSH=1",
-             "-DTC_PREFETCH=0", "-DTC_VEC4=1"},
+             "-DTC_PREFETCH=0", "-DTC_VEC4=1", "-DTC_STAGE=0", "-DTC_RING=0"},
             false);
         printf("  prelude.cu + trailing_tc.cu: %s\n", c.empty() ? "FAILED" : "compiles");
     }
