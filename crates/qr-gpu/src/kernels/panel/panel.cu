@@ -1107,12 +1107,23 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
             // Column r is only read here (it becomes v after the barrier), so
             // the rows need no ordering among the lanes and unroll freely.
             if (lane > r && lane < w) {
+#if PANEL_F32RF
+                // Float32 reflectors fold v = x scale into the row's FMA.
+                if (fast) {
+                    const float k = -(fs * wc);
 #pragma unroll 4
-                for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
-                    const float x = s[lr * PANEL_LD + r];
-                    const float v = fast ? x * fs : (float)((double)x * rf.scale);
-                    s[lr * PANEL_LD + lane] = fmaf(-v, wc, s[lr * PANEL_LD + lane]);
-                }
+                    for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
+                        const float x = s[lr * PANEL_LD + r];
+                        s[lr * PANEL_LD + lane] = fmaf(x, k, s[lr * PANEL_LD + lane]);
+                    }
+                } else
+#endif
+#pragma unroll 4
+                    for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
+                        const float x = s[lr * PANEL_LD + r];
+                        const float v = fast ? x * fs : (float)((double)x * rf.scale);
+                        s[lr * PANEL_LD + lane] = fmaf(-v, wc, s[lr * PANEL_LD + lane]);
+                    }
             }
             __syncthreads();
             for (int lr = first + tid; lr < rows; lr += PANEL_THREADS) {
