@@ -80,11 +80,16 @@ __device__ __forceinline__ ReflectorF32 scaled_reflector_f32(float alpha, float 
     return r;
 }
 
-// make_reflector's result for a panel or matrix scaled as above: from
-// scaled_reflector_f32 where xn2 >= 2^-60, else (a tiny norm, redone in
-// double by the caller) from make_reflector.
-__device__ __forceinline__ Reflector scaled_or_tiny_reflector(float alpha, double xn2) {
-    if (xn2 >= 8.673617379884035e-19) {
+// 2^-60: below it a scaled squared norm may have lost bits to underflow
+// (the panels and the smem kernels redo such a norm in double).
+#define QR_TINY 8.673617379884035e-19
+
+// The reflector of a panel or matrix scaled as above: with F32, from
+// scaled_reflector_f32 where xn2 >= QR_TINY; else (a tiny norm, redone in
+// double by the caller, or F32 off) from make_reflector.
+template <bool F32>
+__device__ __forceinline__ Reflector scaled_matrix_reflector(float alpha, double xn2) {
+    if (F32 && xn2 >= QR_TINY) {
         const ReflectorF32 f = scaled_reflector_f32(alpha, (float)xn2);
         Reflector r;
         r.beta = f.beta;

@@ -106,8 +106,7 @@
 // registers it spills (NVRTC 13.5), at 64 (four blocks) it does not.
 #define PANEL_MIN_BLOCKS \
     (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? (PANEL_TWOSTEP ? 1024 : 1280) / PANEL_THREADS : 1)
-// 2^-60: below it a scaled squared norm may have lost bits to underflow.
-#define PANEL_TINY 8.673617379884035e-19
+#define PANEL_TINY QR_TINY
 
 #if PANEL_ONEBAR
 // Sum of the warps' partials in double, pairwise in a fixed order (the
@@ -240,16 +239,9 @@ __device__ __forceinline__ void group_barrier(u32* counter, u32 target) {
     __syncthreads();
 }
 
-// The reflector a meeting forms from its totals: in float32 where the
-// scaled squared norm allows (PANEL_F32RF, prelude.cu), else in double (a
-// tiny sum is redone in double and met again, which lands here too).
-__device__ __forceinline__ Reflector meet_reflector(float alpha, double xn2) {
-#if PANEL_F32RF
-    return scaled_or_tiny_reflector(alpha, xn2);
-#else
-    return make_reflector(alpha, xn2);
-#endif
-}
+// The reflector a meeting forms from its totals (a tiny sum is redone in
+// double and met again, which lands here too).
+#define meet_reflector scaled_matrix_reflector<PANEL_F32RF>
 
 // Where the blocks of one matrix meet.
 struct Meet {
@@ -446,6 +438,16 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
 // r (isr) takes x k + 0 with k = scale, i.e. v. Row `first` (the next pivot,
 // warp 0's first row) is updated but not summed, so it is peeled off the
 // loop and no row carries a test for it.
+// One row of update_rows_f32: the updated entry of this lane, stored.
+__device__ __forceinline__ float fold_row(float* row, int r, int lane, float k, bool isr,
+                                          bool store) {
+    const float x = row[r];
+    const float a0 = row[lane];
+    const float a = fmaf(x, k, isr ? 0.0f : a0);
+    if (store) row[lane] = a;
+    return a;
+}
+
 __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int first, int rows,
                                                 int warp, int lane, float k, bool isr, int w,
                                                 float (*red)[PANEL_NB]) {
@@ -454,36 +456,22 @@ __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int f
     float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
     int lr = first + warp;
     if (warp == 0 && lr < rows) {  // warp-uniform
-        float* row = s + lr * PANEL_LD;
-        const float x = row[r];
-        const float a0 = row[lane];
-        const float a = fmaf(x, k, isr ? 0.0f : a0);
-        if (store) row[lane] = a;
+        fold_row(s + lr * PANEL_LD, r, lane, k, isr, store);
         lr += PANEL_WARPS;
     }
     for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
-            float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
-            const float x = row[r];
-            const float a0 = row[lane];
-            const float a = fmaf(x, k, isr ? 0.0f : a0);
-            if (store) row[lane] = a;
-            const float y = __shfl_sync(0xffffffffu, a, src);
-            acc[u] = fmaf(y, a, acc[u]);
+            const float a = fold_row(s + (lr + u * PANEL_WARPS) * PANEL_LD, r, lane, k, isr, store);
+            acc[u] = fmaf(__shfl_sync(0xffffffffu, a, src), a, acc[u]);
         }
     }
 #pragma unroll
     for (int u = 0; u < 3; ++u, lr += PANEL_WARPS) {
         // Warp-uniform condition: the shuffle needs every lane.
         if (lr < rows) {
-            float* row = s + lr * PANEL_LD;
-            const float x = row[r];
-            const float a0 = row[lane];
-            const float a = fmaf(x, k, isr ? 0.0f : a0);
-            if (store) row[lane] = a;
-            const float y = __shfl_sync(0xffffffffu, a, src);
-            acc[u] = fmaf(y, a, acc[u]);
+            const float a = fold_row(s + lr * PANEL_LD, r, lane, k, isr, store);
+            acc[u] = fmaf(__shfl_sync(0xffffffffu, a, src), a, acc[u]);
         }
     }
     if (next >= 0)

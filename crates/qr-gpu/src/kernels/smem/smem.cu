@@ -46,18 +46,7 @@
 #define SMEM_REG_THREADS_RAW (65536 / (SMEM_RT + 40) / 32 * 32)
 #define SMEM_REG_THREADS (SMEM_REG_THREADS_RAW > 1024 ? 1024 : SMEM_REG_THREADS_RAW)
 
-// 2^-60: below it a scaled squared norm may have lost bits to underflow.
-#define SMEM_TINY 8.673617379884035e-19
-
-// Reflector j from the scaled matrix: in float32 where the squared norm
-// allows (SMEM_F32RF, prelude.cu), else in double.
-__device__ __forceinline__ Reflector smem_reflector(float alpha, double xn2) {
-#if SMEM_F32RF
-    return scaled_or_tiny_reflector(alpha, xn2);
-#else
-    return make_reflector(alpha, xn2);
-#endif
-}
+#define SMEM_TINY QR_TINY
 
 // Lanes of this thread's column group, for group-local shuffles (the groups
 // of one warp run different numbers of columns, so a full mask would hang).
@@ -204,7 +193,7 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
             __syncthreads();
         }
         if (tid == 0) {
-            Reflector r = smem_reflector(s[j * lda + j], s_xn2);
+            Reflector r = scaled_matrix_reflector<SMEM_F32RF>(s[j * lda + j], s_xn2);
             s[j * lda + j] = r.beta;
             s_tau = r.tau;
             s_scale = r.scale;
@@ -350,7 +339,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = smem_reflector(pc[j], xn2);
+        const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(pc[j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
@@ -522,7 +511,7 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = smem_reflector(px[c + j], xn2);
+        const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(px[c + j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);

@@ -25,10 +25,9 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
 /// H200, docs/perf/qr-gpu.md), and enough blocks for four per SM where the
 /// matrices allow 2 Ki elements or more per block (one block per matrix
 /// scanned 40 x 176 in 19 us, eight threads' loads in flight per SM).
-fn slices(shape: Shape, sm_count: u32) -> u32 {
-    let len = shape.matrix_len();
+fn slices(batch: usize, len: usize, sm_count: u32) -> u32 {
     let fill = (4 * sm_count as usize)
-        .div_ceil(shape.batch().max(1))
+        .div_ceil(batch.max(1))
         .min(len.div_ceil(2048));
     fill.max(len.div_ceil(1 << 16)).clamp(1, 65_535) as u32
 }
@@ -69,7 +68,7 @@ pub(crate) fn scan(
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(shape.batch())?,
-            slices(shape, engine.info().sm_count),
+            slices(shape.batch(), shape.matrix_len(), engine.info().sm_count),
             1,
         ),
         block_dim: (256, 1, 1),
@@ -123,12 +122,10 @@ pub(crate) fn overflow_in(
     if rows == 0 || cols == 0 {
         return Ok(());
     }
-    // Slices as for a square matrix of the region's size.
-    let side = (rows * cols).isqrt().max(1);
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(shape.batch())?,
-            slices(Shape::new(shape.batch(), side)?, engine.info().sm_count),
+            slices(shape.batch(), rows * cols, engine.info().sm_count),
             1,
         ),
         block_dim: (256, 1, 1),
@@ -210,7 +207,7 @@ mod tests {
 
     #[test]
     fn slices_fill_the_device_and_bound_each_block() {
-        let at = |b, n| slices(Shape::new(b, n).unwrap(), 132);
+        let at = |b, n| slices(b, Shape::new(b, n).unwrap().matrix_len(), 132);
         assert_eq!(at(640, 512), 4);
         assert_eq!(at(60, 1024), 16);
         assert_eq!(at(2, 4096), 264);

@@ -7,13 +7,6 @@ __device__ __forceinline__ int util_nonfinite(float x) {
     return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
 }
 
-// Whether any of m[lo..hi) is non-finite, for the whole block.
-__device__ __forceinline__ int util_any_nonfinite(const float* m, long long lo, long long hi) {
-    int bad = 0;
-    for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) bad |= util_nonfinite(m[i]);
-    return __syncthreads_or(bad);
-}
-
 // info[b] = 1 when matrix b holds a NaN or an infinity; info is zeroed first.
 // When zcol is not null (zeroed first too), zcol[b] becomes one past the last
 // column of matrix b holding a non-zero entry: columns from there on are
