@@ -100,21 +100,48 @@ __device__ __forceinline__ Reflector scaled_matrix_reflector(float alpha, double
     return make_reflector(alpha, xn2);
 }
 
-// larft (forward, columnwise) in place, by one warp: gram holds V^T V in its
-// strict upper triangle (gram[q][r] = v_q^T v_r, q < r) and leaves with T's
-// upper triangle, one column at a time: T[k][r] = -tau_r sum_{k <= q < r}
-// T[k][q] gram[q][r], T[r][r] = tau_r. Rows have LD >= w doubles.
-template <int LD>
-__device__ __forceinline__ void larft_from_gram(double (*gram)[LD], const float* taus, int w,
-                                                int lane) {
-    for (int r = 0; r < w; ++r) {
-        double y = 0.0;
-        if (lane < r)
-            for (int q = lane; q < r; ++q) y += gram[lane][q] * gram[q][r];
-        __syncwarp();
-        if (lane < r) gram[lane][r] = -(double)taus[r] * y;
-        if (lane == r) gram[r][r] = (double)taus[r];
-        __syncwarp();
+// larft (forward, columnwise) in place, by the whole block (it holds block
+// barriers: every thread must call it). On entry gram holds V^T V in its
+// strict upper triangle (gram[q][r] = v_q^T v_r, q < r < w); on return its
+// upper triangle holds T, zero outside the w x w block, and its strict lower
+// triangle is scratch. Recursive doubling instead of the column recurrence:
+// when T1 and T2 are the T factors of two adjacent groups of columns, the
+// T of both is [T1, -T1 G12 T2; 0, T2] with G12 = V1^T V2, the Gram block
+// between them, still untouched when its level comes. Five levels for 32
+// columns chain about 2 x 31 products, where the recurrence along one warp
+// chained 496 while the other warps waited (ncu, a 176-row panel launch:
+// 20% of the samples at that barrier). Fixed order: the same bits every run.
+template <int NC, int LD, int THREADS>
+__device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* taus, int w,
+                                              int tid) {
+    for (int idx = tid; idx < NC * NC; idx += THREADS) {
+        const int k = idx / NC, c = idx % NC;
+        if (k == c)
+            gram[k][c] = k < w ? (double)taus[k] : 0.0;
+        else if (k < c && c >= w)
+            gram[k][c] = 0.0;
+    }
+    __syncthreads();
+#pragma unroll
+    for (int b = 1; b < NC; b *= 2) {
+        // Per pair of b-column groups at o: X = G12 T2 (T2 upper triangular),
+        // kept transposed in the pair's strict lower block, X[i][j] at
+        // gram[o + b + j][o + i].
+        for (int idx = tid; idx < NC / 2 * b; idx += THREADS) {
+            const int o = idx / (b * b) * 2 * b, i = idx % (b * b) / b, j = idx % b;
+            double x = 0.0;
+            for (int q = 0; q <= j; ++q) x = fma(gram[o + i][o + b + q], gram[o + b + q][o + b + j], x);
+            gram[o + b + j][o + i] = x;
+        }
+        __syncthreads();
+        // T12 = -T1 X (T1 upper triangular).
+        for (int idx = tid; idx < NC / 2 * b; idx += THREADS) {
+            const int o = idx / (b * b) * 2 * b, i = idx % (b * b) / b, j = idx % b;
+            double t = 0.0;
+            for (int q = i; q < b; ++q) t = fma(gram[o + i][o + q], gram[o + b + j][o + q], t);
+            gram[o + i][o + b + j] = -t;
+        }
+        __syncthreads();
     }
 }
 

@@ -107,6 +107,8 @@
 #define PANEL_MIN_BLOCKS \
     (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 ? (PANEL_TWOSTEP ? 1024 : 1280) / PANEL_THREADS : 1)
 #define PANEL_TINY QR_TINY
+// Panel entries each thread loads before storing any (the prologue).
+#define PANEL_LOADS 8
 
 #if PANEL_ONEBAR
 // Sum of the warps' partials in double, pairwise in a fixed order (the
@@ -686,12 +688,23 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
 #if PANEL_CLUSTER == 0 && !PANEL_ONEBAR
     if (groups > 1 && tid == 0) base_s = ((volatile u32*)counters)[2 * m + 1];
 #endif
+    // PANEL_LOADS loads in flight per thread before the first is used: one
+    // at a time, a 176-row panel spent about a tenth of its launch here
+    // (ncu), one global latency per 32 x 8 entries.
     float amax = 0.0f;
-    for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS) {
-        const int lr = idx >> 5, c = idx & 31;
-        const float x = c < w ? sm[(long long)(r0 + lr) * n + c] : 0.0f;
-        s[lr * PANEL_LD + c] = x;
-        amax = fmaxf(amax, fabsf(x));
+    for (int base = tid; base < rows * PANEL_NB; base += PANEL_LOADS * PANEL_THREADS) {
+        float x[PANEL_LOADS];
+#pragma unroll
+        for (int u = 0; u < PANEL_LOADS; ++u) {
+            const int idx = base + u * PANEL_THREADS, lr = idx >> 5, c = idx & 31;
+            x[u] = idx < rows * PANEL_NB && c < w ? sm[(long long)(r0 + lr) * n + c] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < PANEL_LOADS; ++u) {
+            const int idx = base + u * PANEL_THREADS;
+            if (idx < rows * PANEL_NB) s[(idx >> 5) * PANEL_LD + (idx & 31)] = x[u];
+            amax = fmaxf(amax, fabsf(x[u]));
+        }
     }
     if (zero_panel) {  // uniform over the matrix's blocks: no barrier is left waiting
         if (g == 0 && tid < w) tau[(long long)m * n + p + tid] = 0.0f;
@@ -1147,8 +1160,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     if (g != 0) return;
 
     // T from the Gram columns.
-    if (warp == 0) larft_from_gram(gram, taus, w, lane);
-    __syncthreads();
+    larft_blocked<PANEL_NB, PANEL_NB + 1, PANEL_THREADS>(gram, taus, w, tid);
     for (int idx = tid; idx < PANEL_NB * PANEL_NB; idx += PANEL_THREADS) {
         const int k = idx >> 5, c = idx & 31;
         const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;

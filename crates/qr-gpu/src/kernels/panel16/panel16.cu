@@ -280,8 +280,7 @@ extern "C" __global__ void __launch_bounds__(P16_THREADS, P16_MIN_BLOCKS)
     }
 
     // T from the Gram columns.
-    if (warp == 0) larft_from_gram(gram, taus, w, lane);
-    __syncthreads();
+    larft_blocked<P16_W, P16_W + 1, P16_THREADS>(gram, taus, w, tid);
     for (int idx = tid; idx < P16_W * P16_W; idx += P16_THREADS) {
         const int k = idx >> 4, cc = idx & 15;
         tm[(sub + k) * P16_NB + sub + cc] = (k < w && cc < w && k <= cc) ? (float)gram[k][cc] : 0.0f;

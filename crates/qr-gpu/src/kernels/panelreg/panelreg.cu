@@ -379,8 +379,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     if (g != 0) return;
 
     // T from the Gram columns.
-    if (warp == 0) larft_from_gram(gram, taus, w, lane);
-    __syncthreads();
+    larft_blocked<PREG_NB, PREG_NB + 1, PREG_THREADS>(gram, taus, w, tid);
     for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
         const int k = idx >> 5, c = idx & 31;
         const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
