@@ -409,6 +409,22 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
+    // The software-pipelined row loop of the one-barrier float32 panel
+    // (`Tuning::panel_pipeline_max_threads`): never, blocks of up to 256
+    // threads alone on their SM, every block alone on its SM.
+    for max in [0, 256, 1024] {
+        let t = Tuning {
+            panel_pipeline_max_threads: max,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &PANEL_CASES,
+            format!("panel pipeline {max}"),
+            Some(Strategy::Blocked),
+            &t,
+        );
+    }
     // Float32 reflectors (`Tuning::float_reflector`) in every kernel that
     // takes them, each case on the planner's plan; "tall" also drops the
     // two-step loop of the 512-thread panels, which keeps double.

@@ -110,6 +110,9 @@ pub struct PanelPlan {
     /// Whether the shared-memory panel forms its scaled reflectors in
     /// float32 (`Tuning::float_reflector`; not the two-step loop).
     pub float_reflector: bool,
+    /// Whether the one-barrier float32 loop software-pipelines its rows
+    /// (`Tuning::panel_pipeline_max_threads`).
+    pub pipelined: bool,
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
@@ -287,6 +290,7 @@ impl PanelPlan {
             one_barrier: self.one_barrier,
             two_step: self.two_step,
             f32_reflector: self.float_reflector,
+            pipelined: self.pipelined,
         }
     }
 }
@@ -449,6 +453,7 @@ pub fn plan(
             one_barrier: tuning.panel_one_barrier,
             two_step: tuning.panel_two_step,
             float_reflector: tuning.float_reflector,
+            pipelined: false,
             look_ahead: tuning.look_ahead,
             checks_aside: tuning.checks_aside
                 && shape.a_bytes() as u64
@@ -501,6 +506,10 @@ pub fn plan(
                 p.panel.threads = tuning.blocked_tall_panel_threads;
                 p.panel.two_step |= tuning.blocked_tall_panel_two_step;
             }
+            // A block alone on its SM: the pipelined loop pays where its
+            // warps are too few to hide the row loop's latency.
+            p.panel.pipelined = shape.batch() <= device.sm_count as usize
+                && p.panel.threads <= tuning.panel_pipeline_max_threads;
             if let Some(threads) = tuning.reg_panel_threads_for(n) {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;

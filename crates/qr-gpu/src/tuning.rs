@@ -111,6 +111,16 @@ pub struct Tuning {
     /// 332.9 -> 309.0, 40 x 352 847.8 -> 815.4, 640 x 512 7043.7 -> 6911.6
     /// (docs/perf/qr-gpu.md, table "float reflector", session 11).
     pub float_reflector: bool,
+    /// `blocked` path, one-barrier loop with float32 reflectors: the row
+    /// loop loads each next group of four rows before updating the current
+    /// one (`PANEL_PIPE`) when at most this many panel threads share an SM
+    /// (a block of at most this many threads per matrix, at most one
+    /// matrix per SM). H200, session 12 (docs/perf/qr-gpu.md, table "panel
+    /// pipeline"): 40 x 176 at 256 threads 249.2 -> 236.4 us, but 40 x 352
+    /// at 512 threads 641.6 -> 658.7 and 640 x 512 (three 256-thread blocks
+    /// per SM) 6016 -> 6196 us, where more warps hide the latency already
+    /// and the extra instructions cost.
+    pub panel_pipeline_max_threads: u32,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
@@ -240,6 +250,7 @@ impl Default for Tuning {
             panel_one_barrier: true,
             panel_two_step: false,
             float_reflector: true,
+            panel_pipeline_max_threads: 256,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 320,
             blocked_tall_panel_two_step: false,

@@ -164,25 +164,28 @@ fn panel_row_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 /// The blocked panel with one block barrier per reflector
 /// (`Tuning::panel_one_barrier`, the default), with two reflectors per
 /// barrier (`Tuning::panel_two_step`), with float32 reflectors
-/// (`Tuning::float_reflector`) and with two barriers per reflector:
+/// (`Tuning::float_reflector`; its row loop plain and software-pipelined,
+/// `Tuning::panel_pipeline_max_threads`) and with two barriers per reflector:
 /// see `panel_variant` (rank-deficient and 1e-30 inputs take the double
 /// redo, nearly collinear columns the two-step loop's fallback).
 fn panel_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (one_barrier, two_step, float) in [
-        (true, false, false),
-        (true, false, true),
-        (true, true, false),
-        (false, false, false),
+    for (one_barrier, two_step, float, pipe) in [
+        (true, false, false, 0),
+        (true, false, true, 0),
+        (true, false, true, 1024),
+        (true, true, false, 0),
+        (false, false, false, 0),
     ] {
         let tuning = qr_gpu::Tuning {
             panel_one_barrier: one_barrier,
             panel_two_step: two_step,
             blocked_tall_panel_two_step: two_step,
             float_reflector: float,
+            panel_pipeline_max_threads: pipe,
             ..qr_gpu::Tuning::default()
         };
         let label = format!(
-            "panel one barrier {one_barrier}, two step {two_step}, float reflector {float}"
+            "panel one barrier {one_barrier}, two step {two_step}, float reflector {float}, pipelined up to {pipe} threads"
         );
         panel_variant(g, &tuning, Strategy::Blocked, &label, 1300)?;
     }

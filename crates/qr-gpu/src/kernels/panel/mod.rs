@@ -24,6 +24,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_ONEBAR",
         "PANEL_TWOSTEP",
         "PANEL_F32RF",
+        "PANEL_PIPE",
     ],
 };
 
@@ -81,6 +82,9 @@ pub(crate) struct Variant {
     /// Scaled reflectors in float32 (`Tuning::float_reflector`;
     /// every loop but the two-step one).
     pub f32_reflector: bool,
+    /// The one-barrier float32 loop loads each next group of rows before
+    /// updating the current one (`Tuning::panel_pipeline_max_threads`).
+    pub pipelined: bool,
 }
 
 impl Variant {
@@ -92,13 +96,16 @@ impl Variant {
         let pairs = self.pairs && !cluster && threads == 256;
         let quad = self.quad && !cluster && !pairs;
         let one_barrier = self.one_barrier && meeting == Meeting::Alone && !pairs && !quad;
+        let two_step = one_barrier && self.two_step;
+        let f32_reflector = !two_step && self.f32_reflector;
         Variant {
             push: self.push && cluster,
             pairs,
             quad,
             one_barrier,
-            two_step: one_barrier && self.two_step,
-            f32_reflector: !(one_barrier && self.two_step) && self.f32_reflector,
+            two_step,
+            f32_reflector,
+            pipelined: self.pipelined && one_barrier && !two_step && f32_reflector,
         }
     }
 
@@ -147,6 +154,7 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
             "PANEL_F32RF".to_string(),
             u8::from(v.f32_reflector).to_string(),
         ),
+        ("PANEL_PIPE".to_string(), u8::from(v.pipelined).to_string()),
     ]
 }
 

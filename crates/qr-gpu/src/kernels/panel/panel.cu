@@ -60,6 +60,9 @@
 #if PANEL_PAIRS && PANEL_THREADS != 256
 #error "PANEL_PAIRS maps rows onto eight warps (PANEL_THREADS 256)"
 #endif
+#ifndef PANEL_PIPE
+#error "PANEL_PIPE (1: the one-barrier float32 loop software-pipelines its rows) must be defined by the plan"
+#endif
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
@@ -461,6 +464,46 @@ __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int f
         fold_row(s + lr * PANEL_LD, r, lane, k, isr, store);
         lr += PANEL_WARPS;
     }
+#if PANEL_PIPE
+    // Groups of four rows, software-pipelined (PANEL_PIPE): the next
+    // group's entries are loaded before this group's arithmetic, so the
+    // shared-memory latency hides behind it (ncu, a 176-row panel: the FMAs
+    // waiting on these loads were the loop's top stall with two warps per
+    // scheduler; with more warps per scheduler the extra instructions cost
+    // more than they hide, docs/perf/qr-gpu.md). Rows past the
+    // panel load zeros and are neither stored nor summed (x = a0 = 0 gives
+    // a = 0), so the last group needs no branch of its own; the row-to-chain
+    // assignment (row lr + u W into acc[u]) is the plain loop's.
+    // Column r's and this lane's entries of the group's rows: fixed offsets
+    // from two pointers that step a group at a time.
+    constexpr int G = 4 * PANEL_WARPS * PANEL_LD;
+    const float* px = s + lr * PANEL_LD + r;
+    float* pa = s + lr * PANEL_LD + lane;
+    float x[4], a0[4];
+#pragma unroll
+    for (int u = 0; u < 4; ++u) {
+        const bool in = lr + u * PANEL_WARPS < rows;  // warp-uniform
+        x[u] = in ? px[u * PANEL_WARPS * PANEL_LD] : 0.0f;
+        a0[u] = in ? pa[u * PANEL_WARPS * PANEL_LD] : 0.0f;
+    }
+    for (; lr < rows; lr += 4 * PANEL_WARPS, px += G, pa += G) {
+        float xn[4], an[4];
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const bool in = lr + (4 + u) * PANEL_WARPS < rows;
+            xn[u] = in ? px[G + u * PANEL_WARPS * PANEL_LD] : 0.0f;
+            an[u] = in ? pa[G + u * PANEL_WARPS * PANEL_LD] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < 4; ++u) {
+            const float a = fmaf(x[u], k, isr ? 0.0f : a0[u]);
+            if (store && lr + u * PANEL_WARPS < rows) pa[u * PANEL_WARPS * PANEL_LD] = a;
+            acc[u] = fmaf(__shfl_sync(0xffffffffu, a, src), a, acc[u]);
+            x[u] = xn[u];
+            a0[u] = an[u];
+        }
+    }
+#else
     for (; lr + 3 * PANEL_WARPS < rows; lr += 4 * PANEL_WARPS) {
 #pragma unroll
         for (int u = 0; u < 4; ++u) {
@@ -476,6 +519,7 @@ __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int f
             acc[u] = fmaf(__shfl_sync(0xffffffffu, a, src), a, acc[u]);
         }
     }
+#endif
     if (next >= 0)
         red[warp][lane] = (float)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
