@@ -235,6 +235,8 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         add(
             &mut variants,
             &[
+                "40,176,1,dense",
+                "40,352,1,dense",
                 "640,512,2,dense",
                 "60,1024,2,dense",
                 "8,2048,1,dense",
@@ -409,6 +411,28 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
+    // The `smem` kernel on the trailing corner of few matrices
+    // (`Tuning::corner_max_n`), each case on the planner's plan.
+    for max in [0usize, 64, 96] {
+        let t = Tuning {
+            corner_max_n: max,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,240,1,dense",
+                "40,352,1,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("corner {max}"),
+            None,
+            &t,
+        );
+    }
     // The software-pipelined row loop of the one-barrier float32 panel
     // (`Tuning::panel_pipeline_max_threads`): never, blocks of up to 256
     // threads alone on their SM, every block alone on its SM.
@@ -459,7 +483,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         Some(Strategy::Cluster),
         &base,
     );
-    for th in [256u32, 384, 512, 768] {
+    for th in [128u32, 192, 256, 384, 512, 768] {
         let t = Tuning {
             blocked_panel_threads: th,
             blocked_tall_panel_threads: th,

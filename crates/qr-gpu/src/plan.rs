@@ -131,6 +131,10 @@ pub struct PanelPlan {
     /// Whether the staged update passes A2 through its rings
     /// (`Tuning::tensor_stage_ring`).
     pub tensor_stage_ring: bool,
+    /// The `smem` kernel that takes over the last columns of each matrix
+    /// (`Tuning::corner_max_n`): few matrices only, where the last panels
+    /// and their updates are a chain of small latency-bound launches.
+    pub corner: Option<SmemLayout>,
     /// Whether each 32-column panel is factored as two 16-column halves
     /// (`Tuning::two_level_min_batch_per_sm`; a block alone per matrix with
     /// the shared-memory panel and the tensor-core update only).
@@ -293,6 +297,68 @@ impl PanelPlan {
             pipelined: self.pipelined,
         }
     }
+}
+
+/// Block shape and kernel of the `smem` kernels for one matrix order.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct SmemLayout {
+    /// Matrix order (for a corner: its last columns).
+    pub n: usize,
+    /// Threads per column.
+    pub tpc: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// One block barrier per column (`Tuning::smem_one_barrier`).
+    pub one_barrier: bool,
+    /// Rows per thread of the register kernel, 0 for the kernels that keep
+    /// the matrix in shared memory.
+    pub rows: u32,
+    /// Shared-memory leading dimension of those kernels.
+    pub lda: u32,
+}
+
+/// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the
+/// register kernel while its rows per thread stay within
+/// `tuning.smem_register_max_rows`, else the matrix in shared memory, with
+/// the one-barrier kernel's conflict-free padding where it fits.
+fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
+    let tpc = tuning.smem_tpc_for(n);
+    let mut l = SmemLayout {
+        n,
+        tpc,
+        threads: (n.max(1) * tpc as usize).next_multiple_of(32).min(1024) as u32,
+        one_barrier: tuning.smem_one_barrier,
+        rows: 0,
+        lda: 0,
+    };
+    if let Some((rows, threads)) = smem_registers(n, tpc)
+        && rows <= tuning.smem_register_max_rows
+    {
+        (l.rows, l.threads) = (rows, threads);
+    } else {
+        let padded = smem::padded_lda(n, tpc);
+        let fits =
+            smem::matrix_bytes(n, padded) <= device.smem_per_block_optin.saturating_sub(1024);
+        l.lda = if tuning.smem_one_barrier && fits {
+            padded
+        } else {
+            n | 1
+        } as u32;
+    }
+    l
+}
+
+/// The corner of an `n`-order factorization of few matrices that the
+/// `smem` kernel takes over: the last columns, a whole number of 32-column
+/// panels short of n, at most `tuning.corner_max_n` of them; `None` when
+/// the batch fills the device or no panel would come first.
+fn corner(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<SmemLayout> {
+    let (n, max) = (shape.n(), tuning.corner_max_n.min(smem_fit_n(device)));
+    if max < panel::NB || n <= max || shape.batch() > device.sm_count as usize {
+        return None;
+    }
+    let m = n - (n - max).div_ceil(panel::NB) * panel::NB;
+    Some(smem_layout(m, device, tuning))
 }
 
 /// Whether `device` launches thread-block clusters (compute capability 9.0
@@ -462,6 +528,7 @@ pub fn plan(
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
             tensor_stage_ring: tuning.tensor_stage_ring,
+            corner: None,
             two_level: false,
         },
         reason,
@@ -476,22 +543,8 @@ pub fn plan(
                     ),
                 });
             }
-            p.tpc = tuning.smem_tpc_for(n);
-            p.threads = (n.max(1) * p.tpc as usize).next_multiple_of(32).min(1024) as u32;
-            if let Some((rows, threads)) = smem_registers(n, p.tpc)
-                && rows <= tuning.smem_register_max_rows
-            {
-                (p.rows, p.threads) = (rows, threads);
-            } else {
-                let padded = smem::padded_lda(n, p.tpc);
-                let fits = smem::matrix_bytes(n, padded)
-                    <= device.smem_per_block_optin.saturating_sub(1024);
-                p.lda = if tuning.smem_one_barrier && fits {
-                    padded
-                } else {
-                    n | 1
-                } as u32;
-            }
+            let l = smem_layout(n, device, tuning);
+            (p.tpc, p.threads, p.rows, p.lda) = (l.tpc, l.threads, l.rows, l.lda);
         }
         Strategy::Blocked => {
             if n > panel_rows {
@@ -519,6 +572,9 @@ pub fn plan(
                 && n > 16
                 && (shape.batch() as u64)
                     >= u64::from(tuning.two_level_min_batch_per_sm) * u64::from(device.sm_count);
+            if p.panel.rows_per_thread == 0 && !p.panel.two_level {
+                p.panel.corner = corner(shape, device, tuning);
+            }
         }
         Strategy::Cluster => {
             if !has_clusters(device) {
@@ -540,6 +596,9 @@ pub fn plan(
             if let Some(threads) = tuning.reg_panel_threads_for(n.div_ceil(k as usize)) {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
+            }
+            if p.panel.rows_per_thread == 0 {
+                p.panel.corner = corner(shape, device, tuning);
             }
         }
         Strategy::Large => {
@@ -588,6 +647,43 @@ mod tests {
             assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
         }
         assert!("tiled".parse::<Strategy>().is_err());
+    }
+
+    #[test]
+    fn corners_only_for_few_matrices_after_a_panel() {
+        let d = h200();
+        assert!(
+            plan(Shape::new(40, 176).unwrap(), &d, &Tuning::default(), None)
+                .unwrap()
+                .panel
+                .corner
+                .is_none()
+        );
+        let t = Tuning {
+            corner_max_n: 64,
+            ..Tuning::default()
+        };
+        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
+        // The last columns, a whole number of panels short of n, at most 64.
+        let c = at(40, 176, &t).panel.corner.unwrap();
+        assert_eq!((c.n, c.tpc, c.rows), (48, 8, 8));
+        assert_eq!(at(40, 352, &t).panel.corner.unwrap().n, 64);
+        assert_eq!(at(40, 352, &t).panel.corner.unwrap().rows, 0);
+        assert_eq!(at(60, 1024, &t).panel.corner.unwrap().n, 64);
+        assert_eq!(at(8, 2048, &t).panel.corner.unwrap().n, 64);
+        let blocked = |n| plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Blocked)).unwrap();
+        assert_eq!(blocked(65).panel.corner.unwrap().n, 33);
+        assert_eq!(at(3, 513, &t).panel.corner.unwrap().n, 33);
+        // A batch that fills the device, no panel before it, or off.
+        assert!(at(640, 512, &t).panel.corner.is_none());
+        assert!(at(133, 176, &t).panel.corner.is_none());
+        assert!(at(20, 32, &t).panel.corner.is_none());
+        assert!(blocked(64).panel.corner.is_none());
+        let wide = Tuning {
+            corner_max_n: 160,
+            ..Tuning::default()
+        };
+        assert_eq!(at(40, 352, &wide).panel.corner.unwrap().n, 160);
     }
 
     #[test]

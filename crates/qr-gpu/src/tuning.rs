@@ -121,6 +121,18 @@ pub struct Tuning {
     /// per SM) 6016 -> 6196 us, where more warps hide the latency already
     /// and the extra instructions cost.
     pub panel_pipeline_max_threads: u32,
+    /// `blocked` and `cluster` paths with at most one matrix per SM: the
+    /// last columns of each matrix, at most this many and a whole number of
+    /// panels short of n, are factored by one `smem` kernel launch on the
+    /// trailing corner instead of by their panels and updates (below 32:
+    /// never). Off: measured no faster. Those last launches are short and
+    /// latency-bound (the ncu sums of 40 x 176, session 12 run 2, put the
+    /// last two panels and the update between them at 61 us), but the
+    /// `smem` kernel on those corners took longer still: H200, session 12,
+    /// table "corner" in docs/perf/qr-gpu.md, off / 64 / 96: 40 x 176
+    /// 238.2 / 247.5 / 257.2 us, 40 x 240 358.8 / 366.1 / 376.1, 2 x 4096
+    /// 17102.7 / 17202.4 / 17177.8; 60 x 1024 4502.0 / 4478.2 / 4493.8.
+    pub corner_max_n: usize,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
@@ -251,6 +263,7 @@ impl Default for Tuning {
             panel_two_step: false,
             float_reflector: true,
             panel_pipeline_max_threads: 256,
+            corner_max_n: 0,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 320,
             blocked_tall_panel_two_step: false,

@@ -192,6 +192,32 @@ fn panel_barriers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The `smem` kernels on each matrix's trailing corner
+/// (`Tuning::corner_max_n`, off by default): off, up to 64 columns (the register kernel's
+/// range), and up to 160 (the shared-memory kernels', with one and with
+/// three barriers per column), on the blocked and cluster paths: see
+/// `panel_variant` (its sizes put corners of 33 to 159 columns after one
+/// or more panels).
+fn corner(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for (max, one_barrier, strategies) in [
+        (0, true, &[Strategy::Blocked][..]),
+        (64, true, &[Strategy::Blocked, Strategy::Cluster][..]),
+        (160, true, &[Strategy::Blocked, Strategy::Cluster][..]),
+        (160, false, &[Strategy::Blocked][..]),
+    ] {
+        let tuning = qr_gpu::Tuning {
+            corner_max_n: max,
+            smem_one_barrier: one_barrier,
+            ..qr_gpu::Tuning::default()
+        };
+        for &s in strategies {
+            let label = format!("{s} corner up to {max}, smem one barrier {one_barrier}");
+            panel_variant(g, &tuning, s, &label, 1400)?;
+        }
+    }
+    Ok(())
+}
+
 /// The four-columns-per-lane panel update (`Tuning::panel_quad`) with one
 /// block per matrix (256 and 512 threads) and with blocks meeting through
 /// global memory (`large`): see `panel_variant`.
@@ -824,8 +850,9 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 20] = [
+    let plain: [(&str, Test); 21] = [
         ("sgemm_trailing", sgemm_trailing),
+        ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),
         (

@@ -1,13 +1,13 @@
 //! Launcher of the whole-matrix shared-memory kernel (strategy `smem`).
 
 use cudarc::driver::sys::CUfunction_attribute as FnAttr;
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
 use crate::engine::Engine;
 use crate::error::DriverContext;
-use crate::plan::Plan;
+use crate::plan::{Plan, SmemLayout};
 
 const HOUSEHOLDER: &str = "smem_householder_f32";
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
@@ -84,37 +84,126 @@ pub(crate) fn launch(
     tau: u64,
     info: u64,
 ) -> Result<(), QrError> {
-    let (shape, tpc, threads, rows) = (plan.shape, plan.tpc, plan.threads, plan.rows);
-    let lda = plan.lda as usize;
-    let (entry, smem) = match (rows, plan.one_barrier) {
-        (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
-        (0, true) => (ONE_BARRIER, matrix_bytes(shape.n(), lda)),
-        (0, false) => (HOUSEHOLDER, matrix_bytes(shape.n(), lda)),
+    let n = plan.shape.n();
+    let layout = SmemLayout {
+        n,
+        tpc: plan.tpc,
+        threads: plan.threads,
+        one_barrier: plan.one_barrier,
+        rows: plan.rows,
+        lda: plan.lda,
     };
-    let f = engine.function(
-        &SOURCE,
-        &defines(tpc, rows, plan.panel.float_reflector),
-        entry,
-    )?;
+    let at = At {
+        a,
+        h,
+        tau,
+        info,
+        ldg: n,
+        corner: false,
+    };
+    launch_at(
+        engine,
+        engine.stream(),
+        &layout,
+        plan.panel.float_reflector,
+        plan.shape.batch(),
+        &at,
+    )
+}
+
+/// Factors the trailing `layout.n x layout.n` corner of every matrix of
+/// `h` (order `n`, in place: its last columns, from row and column `p =
+/// n - layout.n`) into `h` and `tau`, on `stream`. `info` is left to the
+/// batch-wide checks around the factorization, and so is a non-finite
+/// corner (left as it is for them to find).
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch_corner(
+    engine: &Engine,
+    stream: &CudaStream,
+    layout: &SmemLayout,
+    f32_reflector: bool,
+    batch: usize,
+    n: usize,
+    h: u64,
+    tau: u64,
+    info: u64,
+) -> Result<(), QrError> {
+    let p = n - layout.n;
+    let f = std::mem::size_of::<f32>() as u64;
+    let corner = h + (p * n + p) as u64 * f;
+    let at = At {
+        a: corner,
+        h: corner,
+        tau: tau + p as u64 * f,
+        info,
+        ldg: n,
+        corner: true,
+    };
+    launch_at(engine, stream, layout, f32_reflector, batch, &at)
+}
+
+/// Where the kernels find matrix b: `a`, `h` at b * ldg^2 floats (row
+/// stride `ldg`), `tau` at b * ldg, `info` at b; `corner` as in smem.cu.
+struct At {
+    a: u64,
+    h: u64,
+    tau: u64,
+    info: u64,
+    ldg: usize,
+    corner: bool,
+}
+
+fn launch_at(
+    engine: &Engine,
+    stream: &CudaStream,
+    layout: &SmemLayout,
+    f32_reflector: bool,
+    batch: usize,
+    at: &At,
+) -> Result<(), QrError> {
+    let (tpc, threads, rows) = (layout.tpc, layout.threads, layout.rows);
+    let lda = layout.lda as usize;
+    let (entry, smem) = match (rows, layout.one_barrier) {
+        (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
+        (0, true) => (ONE_BARRIER, matrix_bytes(layout.n, lda)),
+        (0, false) => (HOUSEHOLDER, matrix_bytes(layout.n, lda)),
+    };
+    let f = engine.function(&SOURCE, &defines(tpc, rows, f32_reflector), entry)?;
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
         smem as i32,
     )
     .ctx(&format!("raising the shared-memory limit of {entry}"))?;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(shape.batch())?, 1, 1),
+        grid_dim: (grid_dim(batch)?, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    let (n, lda) = (shape.n() as i32, lda as i32);
-    let mut b = engine.stream().launch_builder(&f);
-    b.arg(&a).arg(&h).arg(&tau).arg(&info).arg(&n).arg(&lda);
-    // SAFETY: `a` and `h` hold batch * n * n floats, `tau` batch * n and
-    // `info` batch ints; the block size is a multiple of `tpc` and the
-    // dynamic shared memory is what the chosen kernel expects (the matrix's
-    // padded size, or the register kernel's buffers), whose block of
-    // n * tpc threads holding `rows` rows each covers the matrix (the
-    // planner's `smem_registers` check).
+    let int = |x: usize| -> Result<i32, QrError> {
+        i32::try_from(x).map_err(|_| QrError::Unsupported {
+            message: format!("a matrix dimension of {x} exceeds the smem kernels' int"),
+        })
+    };
+    let (n, lda, ldg) = (int(layout.n)?, int(lda)?, int(at.ldg)?);
+    let mstride = (at.ldg * at.ldg) as i64;
+    let corner = i32::from(at.corner);
+    let mut b = stream.launch_builder(&f);
+    b.arg(&at.a).arg(&at.h).arg(&at.tau).arg(&at.info);
+    b.arg(&n)
+        .arg(&lda)
+        .arg(&mstride)
+        .arg(&ldg)
+        .arg(&ldg)
+        .arg(&corner);
+    // SAFETY: matrix b's n x n block at a / h + b * ldg^2 (row stride ldg
+    // >= n) lies within the batch * ldg^2 floats of `a` and `h`, its tau at
+    // tau + b * ldg within batch * ldg (a corner's pointers are offset by
+    // its first row and column, p * ldg + p, and n = ldg - p), `info` holds
+    // batch ints; the block size is a multiple of `tpc` and the dynamic
+    // shared memory is what the chosen kernel expects (the matrix's padded
+    // size, or the register kernel's buffers), whose block of n * tpc
+    // threads holding `rows` rows each covers the matrix (the planner's
+    // `smem_registers` check).
     unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }

@@ -26,6 +26,15 @@
 // A column whose scaled squared norm falls below SMEM_TINY has it recomputed
 // in double by the whole block, so tau = 0 stays exactly "x[1..] is zero".
 // R is scaled back when the matrix is written out.
+//
+// Where a matrix lives (kernel arguments mstride, ldg, tstride, corner):
+// the `smem` strategy passes whole n x n matrices (mstride n * n, ldg n,
+// tstride n, corner 0); a blocked or cluster factorization of few matrices
+// hands its last n columns, the trailing n x n corner of each matrix, to
+// these kernels instead of more panels and updates (corner 1: strides of
+// the whole matrix, and info and the NaN fill left to the batch-wide checks
+// that surround that factorization, so a non-finite corner is left as it is
+// for them to find).
 
 #ifndef SMEM_TPC
 #error "SMEM_TPC (threads per column) must be defined by the plan"
@@ -92,20 +101,21 @@ __device__ int smem_exponent(float m) {
 // the power of two that brings its largest entry into [0.5, 1). A matrix
 // holding a NaN or an infinity is flagged (info 1) and NaN-filled instead
 // (the block owns the whole matrix, so it does the batch-wide helpers' work
-// of util.cu itself); false then, for the whole block.
+// of util.cu itself; a corner is left to them); false then, for the whole
+// block.
 __device__ bool smem_load_scaled(const float* am, float* hm, float* taum, int* info, float* s,
-                                 int n, int lda, double* scratch, int& ex) {
+                                 int n, int lda, int ldg, int corner, double* scratch, int& ex) {
     const int tid = threadIdx.x, nt = blockDim.x;
     float amax = 0.0f;
     int bad = 0;
     for (int idx = tid; idx < n * n; idx += nt) {
-        const float x = am[idx];
+        const float x = am[(long long)(idx / n) * ldg + idx % n];
         s[(idx / n) * lda + idx % n] = x;
         amax = fmaxf(amax, fabsf(x));
         bad |= smem_nonfinite(x);
     }
     if (__syncthreads_or(bad)) {
-        smem_nan_fill(hm, taum, info, n, 1);
+        if (!corner) smem_nan_fill(hm, taum, info, n, 1);
         return false;
     }
     ex = smem_exponent(smem_block_max(amax, scratch));
@@ -120,25 +130,27 @@ __device__ bool smem_load_scaled(const float* am, float* hm, float* taum, int* i
 // Writes the factored matrix (R scaled back by 2^ex) and info. A finite
 // matrix whose R or reflectors do not fit float32, or a non-finite tau
 // (`bad`), is flagged OVERFLOW (info 2) and NaN-filled, as
-// util_overflow_f32 does.
+// util_overflow_f32 does (a corner is written as it is, for that check).
 __device__ void smem_store(const float* s, float* hm, float* taum, int* info, int n, int lda,
-                           int ex, int bad) {
+                           int ldg, int corner, int ex, int bad) {
     const int tid = threadIdx.x, nt = blockDim.x;
+    if (!corner) {  // uniform: the barrier below sees every thread or none
+        for (int idx = tid; idx < n * n; idx += nt) {
+            const int i = idx / n, c = idx % n;
+            const float x = s[i * lda + c];
+            bad |= smem_nonfinite(i <= c ? ldexpf(x, ex) : x);
+        }
+        if (__syncthreads_or(bad)) {
+            smem_nan_fill(hm, taum, info, n, 2);
+            return;
+        }
+    }
     for (int idx = tid; idx < n * n; idx += nt) {
         const int i = idx / n, c = idx % n;
         const float x = s[i * lda + c];
-        bad |= smem_nonfinite(i <= c ? ldexpf(x, ex) : x);
+        hm[(long long)i * ldg + c] = i <= c ? ldexpf(x, ex) : x;
     }
-    if (__syncthreads_or(bad)) {
-        smem_nan_fill(hm, taum, info, n, 2);
-        return;
-    }
-    for (int idx = tid; idx < n * n; idx += nt) {
-        const int i = idx / n, c = idx % n;
-        const float x = s[i * lda + c];
-        hm[idx] = i <= c ? ldexpf(x, ex) : x;
-    }
-    if (tid == 0) info[blockIdx.x] = 0;
+    if (tid == 0 && !corner) info[blockIdx.x] = 0;
 }
 
 // Sum over the SMEM_TPC lanes of a column group, in a fixed order.
@@ -150,7 +162,9 @@ __device__ __forceinline__ float group_sum(float p, u32 gmask) {
 extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
                                                 float* __restrict__ h,
                                                 float* __restrict__ tau,
-                                                int* __restrict__ info, int n, int lda) {
+                                                int* __restrict__ info, int n, int lda,
+                                                long long mstride, int ldg, int tstride,
+                                                int corner) {
     extern __shared__ float s[];
     __shared__ double scratch[32];
     __shared__ double s_xn2;
@@ -163,13 +177,13 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
     const int grp = tid / SMEM_TPC;
     const int ngrp = nt / SMEM_TPC;
     const u32 gmask = group_mask(lane);
-    const long long off = (long long)blockIdx.x * n * n;
+    const long long off = (long long)blockIdx.x * mstride;
     const float* am = a + off;
     float* hm = h + off;
-    float* taum = tau + (long long)blockIdx.x * n;
+    float* taum = tau + (long long)blockIdx.x * tstride;
 
     int ex = 0, bad = 0;
-    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, scratch, ex)) return;
+    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, ldg, corner, scratch, ex)) return;
 
     float part = 0.0f;
     for (int i = 1 + tid; i < n; i += nt) {
@@ -268,7 +282,7 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
         __syncthreads();
     }
 
-    smem_store(s, hm, taum, info, n, lda, ex, bad);
+    smem_store(s, hm, taum, info, n, lda, ldg, corner, ex, bad);
 }
 
 // One block barrier per column. Step j reads what step j - 1 left behind:
@@ -295,7 +309,9 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
 extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const float* __restrict__ a,
                                                float* __restrict__ h,
                                                float* __restrict__ tau,
-                                               int* __restrict__ info, int n, int lda) {
+                                               int* __restrict__ info, int n, int lda,
+                                               long long mstride, int ldg, int tstride,
+                                               int corner) {
     extern __shared__ float s[];  // the matrix, then piv[2][n], then sums[2][n]
     __shared__ double scratch[32];
 
@@ -304,15 +320,15 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
     const int grp = tid / SMEM_TPC;
     const int ngrp = nt / SMEM_TPC;
     const u32 gmask = group_mask(tid & 31);
-    const long long off = (long long)blockIdx.x * n * n;
+    const long long off = (long long)blockIdx.x * mstride;
     const float* am = a + off;
     float* hm = h + off;
-    float* taum = tau + (long long)blockIdx.x * n;
+    float* taum = tau + (long long)blockIdx.x * tstride;
     float* piv = s + n * lda;
     float* sums = piv + 2 * n;
 
     int ex = 0, bad = 0;
-    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, scratch, ex)) return;
+    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, ldg, corner, scratch, ex)) return;
 
     // Step 0's inputs: column 0 and its products with every column.
     for (int i = tid; i < n; i += nt) piv[i] = s[i * lda];
@@ -420,7 +436,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
         __syncthreads();
     }
 
-    smem_store(s, hm, taum, info, n, lda, ex, bad);
+    smem_store(s, hm, taum, info, n, lda, ldg, corner, ex, bad);
 }
 
 // smem_onebarrier_f32's steps with the matrix in registers: column group k
@@ -441,7 +457,9 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
                                                                       float* __restrict__ h,
                                                                       float* __restrict__ tau,
                                                                       int* __restrict__ info,
-                                                                      int n, int lda) {
+                                                                      int n, int lda,
+                                                                      long long mstride, int ldg,
+                                                                      int tstride, int corner) {
     // `lda` is the shared-memory kernels' own; this one keeps no matrix there.
     (void)lda;
     extern __shared__ float s[];  // px, py, row, sums: [2][np] each
@@ -456,10 +474,10 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
     const int sub = tid & (SMEM_TPC - 1);
     const int k = tid / SMEM_TPC;  // this group's column (none when k >= n)
     const u32 gmask = group_mask(tid & 31);
-    const long long off = (long long)blockIdx.x * n * n;
+    const long long off = (long long)blockIdx.x * mstride;
     const float* am = a + off;
     float* hm = h + off;
-    float* taum = tau + (long long)blockIdx.x * n;
+    float* taum = tau + (long long)blockIdx.x * tstride;
 
     float z[SMEM_RT];
     float amax = 0.0f;
@@ -467,12 +485,12 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
 #pragma unroll
     for (int t = 0; t < SMEM_RT; ++t) {
         const int r = sub + SMEM_TPC * t;
-        z[t] = k < n && r < n ? am[(long long)r * n + k] : 0.0f;
+        z[t] = k < n && r < n ? am[(long long)r * ldg + k] : 0.0f;
         amax = fmaxf(amax, fabsf(z[t]));
         bad |= smem_nonfinite(z[t]);
     }
     if (__syncthreads_or(bad)) {
-        smem_nan_fill(hm, taum, info, n, 1);
+        if (!corner) smem_nan_fill(hm, taum, info, n, 1);
         return;
     }
     const int ex = smem_exponent(smem_block_max(amax, scratch));
@@ -573,14 +591,15 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
         o[t] = r <= k ? ldexpf(z[t], ex) : z[t];
         if (k < n && r < n) bad |= smem_nonfinite(o[t]);
     }
-    if (__syncthreads_or(bad)) {
+    // A corner leaves overflow to the batch-wide check (uniform branch).
+    if (!corner && __syncthreads_or(bad)) {
         smem_nan_fill(hm, taum, info, n, 2);
         return;
     }
 #pragma unroll
     for (int t = 0; t < SMEM_RT; ++t) {
         const int r = sub + SMEM_TPC * t;
-        if (k < n && r < n) hm[(long long)r * n + k] = o[t];
+        if (k < n && r < n) hm[(long long)r * ldg + k] = o[t];
     }
-    if (tid == 0) info[blockIdx.x] = 0;
+    if (tid == 0 && !corner) info[blockIdx.x] = 0;
 }
