@@ -193,17 +193,7 @@ pub(crate) fn factor(
             if ahead {
                 engine.side_waits_main()?;
             }
-            smem::launch_corner(
-                engine,
-                panel_stream,
-                corner,
-                plan.panel.float_reflector,
-                batch,
-                n,
-                h,
-                tau,
-                info,
-            )?;
+            smem::launch_corner(engine, panel_stream, plan, corner, h, tau, info)?;
             break;
         }
         if checks_aside && k == 1 {

@@ -112,22 +112,20 @@ pub(crate) fn launch(
 }
 
 /// Factors the trailing `layout.n x layout.n` corner of every matrix of
-/// `h` (order `n`, in place: its last columns, from row and column `p =
-/// n - layout.n`) into `h` and `tau`, on `stream`. `info` is left to the
-/// batch-wide checks around the factorization, and so is a non-finite
-/// corner (left as it is for them to find).
-#[allow(clippy::too_many_arguments)]
+/// `h` (the shape `plan` factors, in place: its last columns, from row and
+/// column `p = n - layout.n`) into `h` and `tau`, on `stream`. `info` is
+/// left to the batch-wide checks around the factorization, and so is a
+/// non-finite corner (left as it is for them to find).
 pub(crate) fn launch_corner(
     engine: &Engine,
     stream: &CudaStream,
+    plan: &Plan,
     layout: &SmemLayout,
-    f32_reflector: bool,
-    batch: usize,
-    n: usize,
     h: u64,
     tau: u64,
     info: u64,
 ) -> Result<(), QrError> {
+    let (batch, n) = (plan.shape.batch(), plan.shape.n());
     let p = n - layout.n;
     let f = std::mem::size_of::<f32>() as u64;
     let corner = h + (p * n + p) as u64 * f;
@@ -139,7 +137,14 @@ pub(crate) fn launch_corner(
         ldg: n,
         corner: true,
     };
-    launch_at(engine, stream, layout, f32_reflector, batch, &at)
+    launch_at(
+        engine,
+        stream,
+        layout,
+        plan.panel.float_reflector,
+        batch,
+        &at,
+    )
 }
 
 /// Where the kernels find matrix b: `a`, `h` at b * ldg^2 floats (row
