@@ -511,6 +511,34 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // Each call as one CUDA graph (`Tuning::graphs`) or launch by launch:
+    // on the planner's plans (no graph beside the checks stream), and for
+    // the large batches with the checks stream off, where graphs may run.
+    for on in [false, true] {
+        let t = Tuning {
+            graphs: on,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[1..],
+            format!("graphs {on}"),
+            None,
+            &t,
+        );
+        let t = Tuning {
+            graphs: on,
+            checks_aside: false,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["640,512,2,dense", "60,1024,2,dense"],
+            format!("graphs {on}, checks first"),
+            None,
+            &t,
+        );
+    }
     for ahead in [false, true] {
         let t = Tuning {
             look_ahead: ahead,

@@ -10,6 +10,7 @@ use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream};
 use qr_core::QrError;
 
 use crate::error::{DriverContext, blas};
+use crate::graph::Graphs;
 use crate::kernels::KernelSource;
 use crate::module_cache::ModuleCache;
 use crate::probe::{self, DeviceInfo};
@@ -61,6 +62,7 @@ pub(crate) struct Engine {
     cache: ModuleCache,
     workspace: Mutex<Workspace>,
     staging: Mutex<Staging>,
+    graphs: Mutex<Graphs>,
 }
 
 impl Engine {
@@ -109,6 +111,7 @@ impl Engine {
             cache: ModuleCache::default(),
             workspace: Mutex::new(Workspace::default()),
             staging: Mutex::new(Staging::default()),
+            graphs: Mutex::new(Graphs::default()),
         }))
     }
 
@@ -200,6 +203,11 @@ impl Engine {
         self.workspace
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The executable graphs of the plans that run as graphs.
+    pub(crate) fn graphs(&self) -> MutexGuard<'_, Graphs> {
+        self.graphs.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The host API's staging buffers.

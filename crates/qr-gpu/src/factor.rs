@@ -5,12 +5,36 @@ use qr_core::{QrError, Shape};
 
 use crate::blocked;
 use crate::engine::Engine;
+use crate::graph;
 use crate::kernels::{smem, util};
 use crate::plan::{Plan, Strategy};
 
 /// Factors the batch at `a` into `h`, `tau` and `info` (device pointers of
-/// `shape`'s lengths) as `plan` says.
+/// `shape`'s lengths) as `plan` says: as one CUDA graph where the plan
+/// says so (`Plan`'s `graph`; graph.rs).
 pub(crate) fn geqrf(
+    engine: &Engine,
+    plan: &Plan,
+    shape: Shape,
+    a: u64,
+    h: u64,
+    tau: u64,
+    info: u64,
+) -> Result<(), QrError> {
+    if plan.graph && shape.batch() > 0 && shape.n() > 0 {
+        let key = graph::Key {
+            plan: plan.clone(),
+            operands: [a, h, tau, info],
+            workspace: engine.workspace().addresses(engine.stream()),
+        };
+        let mut queue = || queue(engine, plan, shape, a, h, tau, info);
+        return engine.graphs().run(engine.stream(), key, &mut queue);
+    }
+    queue(engine, plan, shape, a, h, tau, info)
+}
+
+/// Queues the factorization of `geqrf` launch by launch.
+fn queue(
     engine: &Engine,
     plan: &Plan,
     shape: Shape,

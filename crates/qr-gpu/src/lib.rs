@@ -26,6 +26,7 @@ mod blocked;
 mod engine;
 mod error;
 mod factor;
+mod graph;
 mod kernels;
 mod module_cache;
 mod nvrtc;

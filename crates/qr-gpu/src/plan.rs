@@ -166,6 +166,8 @@ pub struct Plan {
     pub lda: u32,
     /// `Blocked`/`Large`: panel launch parameters.
     pub panel: PanelPlan,
+    /// Whether each call runs as one CUDA graph (`Tuning::graphs`).
+    pub graph: bool,
     /// Why this strategy.
     pub reason: String,
 }
@@ -229,7 +231,7 @@ impl fmt::Display for Plan {
             _ => write!(
                 f,
                 "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix{}, \
-                 trailing update on {}{}; {}",
+                 trailing update on {}{}{}; {}",
                 self.strategy,
                 self.shape,
                 self.panel.groups,
@@ -266,6 +268,11 @@ impl fmt::Display for Plan {
                 },
                 if self.runs_ahead() {
                     ", panels ahead of it on a priority stream"
+                } else {
+                    ""
+                },
+                if self.graph {
+                    ", as one CUDA graph"
                 } else {
                     ""
                 },
@@ -531,6 +538,7 @@ pub fn plan(
             corner: None,
             two_level: false,
         },
+        graph: false,
         reason,
     };
     match strategy {
@@ -619,6 +627,15 @@ pub fn plan(
             p.panel.groups = fill.clamp(fewest, most) as u32;
         }
     }
+    // Graphs: the chains of the blocked and cluster paths on the tensor-core
+    // update (cuBLAS and cooperative launches stay outside them); not beside
+    // the low-priority checks stream, whose priority a captured graph does
+    // not keep (docs/perf/qr-gpu.md, session 13).
+    p.graph = tuning.graphs
+        && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
+        && p.panel.tensor_trailing
+        && p.panel.rows_per_thread == 0
+        && !p.panel.checks_aside;
     Ok(p)
 }
 
@@ -647,6 +664,30 @@ mod tests {
             assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
         }
         assert!("tiled".parse::<Strategy>().is_err());
+    }
+
+    #[test]
+    fn graphs_for_panel_chains_without_the_checks_stream() {
+        let d = h200();
+        let t = Tuning::default();
+        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
+        for (b, n) in [(40, 176), (40, 352), (8, 2048), (2, 4096)] {
+            assert!(at(b, n, &t).graph, "{b} x {n}");
+        }
+        // One launch; the checks stream beside the large batches; off.
+        assert!(!at(20, 32, &t).graph);
+        assert!(!at(640, 512, &t).graph);
+        assert!(!at(60, 1024, &t).graph);
+        let off = Tuning {
+            graphs: false,
+            ..Tuning::default()
+        };
+        assert!(!at(40, 352, &off).graph);
+        let sgemm = Tuning {
+            tensor_trailing: false,
+            ..Tuning::default()
+        };
+        assert!(!at(40, 352, &sgemm).graph);
     }
 
     #[test]

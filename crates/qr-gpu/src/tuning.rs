@@ -173,6 +173,11 @@ pub struct Tuning {
     /// 640 x 512, 60 x 1024 and 8 x 2048 on the H200, within 0.5% elsewhere
     /// (docs/perf/qr-gpu.md, table "look ahead", session 7).
     pub look_ahead: bool,
+    /// Blocked and cluster plans without the low-priority checks stream
+    /// (`checks_aside`) run each call as one CUDA graph, captured afresh
+    /// on every call (graph.rs), so their chains of small dependent
+    /// launches run without a launch gap between each.
+    pub graphs: bool,
     /// Blocked paths that read the input out of place: the scan for
     /// non-finite entries and zero columns runs on a low-priority stream
     /// beside the first panel and update (which need neither), the second
@@ -270,6 +275,7 @@ impl Default for Tuning {
             cluster_min_blocks: 8,
             cluster_max_block_rows: 192,
             look_ahead: true,
+            graphs: true,
             checks_aside: true,
             checks_aside_min_l2: 3,
             tensor_warps: 0,

@@ -96,6 +96,25 @@ pub(crate) struct Workspace {
     pub zcol: Buf<i32>,
 }
 
+impl Workspace {
+    /// Where every buffer is now (0 for none): a factorization recorded with
+    /// these addresses may be replayed only while they stay the same.
+    pub(crate) fn addresses(&self, stream: &Arc<CudaStream>) -> [u64; 10] {
+        [
+            self.v.ptr(stream),
+            self.t.ptr(stream),
+            self.v2.ptr(stream),
+            self.t2.ptr(stream),
+            self.w.ptr(stream),
+            self.w2.ptr(stream),
+            self.partials.ptr(stream),
+            self.rowbuf.ptr(stream),
+            self.counters.ptr(stream),
+            self.zcol.ptr(stream),
+        ]
+    }
+}
+
 /// Host-API staging: the inputs and outputs copied in and out.
 #[derive(Debug, Default)]
 pub(crate) struct Staging {

@@ -387,6 +387,60 @@ fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Plans run as CUDA graphs (`Tuning::graphs`, on for the blocked and
+/// cluster paths without the checks stream; a call is recorded the second
+/// time its plan, operands and workspace are seen and replayed after): on
+/// both strategies, sizes around one, two and three panels and every
+/// distribution, each bitwise equal to launch-by-launch queueing (the same
+/// kernels); then through the device API, two sets of buffers in turn,
+/// each call with new input contents (written into its set's input), and
+/// another shape in between (the workspace moves, so the recordings that
+/// name it are not replayed): every call's outputs are its own input's
+/// factorization.
+fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let on = (**g).clone().with_strategy(Some(s));
+        let off = on.clone().with_tuning(qr_gpu::Tuning {
+            graphs: false,
+            ..qr_gpu::Tuning::default()
+        });
+        let specs = sizes_and_cases(&[33, 64, 65, 97, 200, 512, 1000], (3, 300, 0.0), 20);
+        same_bits(&on, &off, &specs, 2000, &format!("{s} graphs"))?;
+        let small = spec(3, 200, 1.0, Case::Dense);
+        let shape = small.shape()?;
+        let mut sets = Vec::new();
+        for _ in 0..2 {
+            let a0 = vec![0.0f32; shape.a_len()];
+            sets.push((on.upload(&a0)?, on.alloc_outputs(shape)?));
+        }
+        for round in 0..10u64 {
+            if round == 6 {
+                // A larger shape grows the workspace between calls.
+                let big = spec(2, 700, 1.0, Case::Dense);
+                gate(
+                    &on,
+                    big.shape()?,
+                    &generate(&big, 2099),
+                    &format!("{s} graphs {big}"),
+                )?;
+            }
+            let a = generate(&small, 2100 + round);
+            let (da, out) = &mut sets[(round % 2) as usize];
+            on.stream()
+                .memcpy_htod(&a, da)
+                .map_err(|e| format!("uploading: {e:?}"))?;
+            on.geqrf_device(da, out)?;
+            let mut f = qr_core::Factorization::zeroed(shape)?;
+            on.download(out, f.as_batch_mut()?)?;
+            let want = geqrf(&off, shape, &a)?;
+            if f.h != want.h || f.tau != want.tau || f.info != want.info {
+                return Err(format!("{s} graphs: device call {round} differs").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// The input scan beside the first panel and update (`Tuning::checks_aside`)
 /// on every panel strategy: sizes of one, two and three panels and every
 /// distribution, each bitwise equal (H, tau and info) to the scan first.
@@ -850,7 +904,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 21] = [
+    let plain: [(&str, Test); 22] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -874,6 +928,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("panel_barriers", panel_barriers),
         ("look_ahead", look_ahead),
         ("checks_aside", checks_aside),
+        ("graphs", graphs),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),
