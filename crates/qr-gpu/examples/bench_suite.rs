@@ -511,6 +511,28 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // The previous panel's update of each panel's columns folded into the
+    // panel (`Tuning::panel_fold`), on the planner's plans.
+    for (on, min) in [(false, 240), (true, 240), (true, 0)] {
+        let t = Tuning {
+            panel_fold: on,
+            panel_fold_min_n: min,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,240,1,dense",
+                "40,352,1,dense",
+                "40,512,1,dense",
+                "60,1024,2,dense",
+            ],
+            format!("panel fold {on} from {min}"),
+            None,
+            &t,
+        );
+    }
     // Each call as one CUDA graph (`Tuning::graphs`) or launch by launch:
     // on the planner's plans (no graph beside the checks stream), and for
     // the large batches with the checks stream off, where graphs may run.

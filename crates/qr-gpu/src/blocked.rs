@@ -179,6 +179,40 @@ pub(crate) fn factor(
     }
     let panel_stream = if ahead { side } else { stream };
     let (v1, t1) = (buf.v, buf.t);
+    // Fold (`Plan`'s `fold`): each panel but the first applies the previous
+    // panel's reflectors to its own columns itself, instead of a tensor-core
+    // launch of that update between the two panels; the bulk update leaves
+    // those columns out. The first fold reads them where the first update
+    // would have: the input, out of place.
+    let fold = plan.panel.fold
+        && f.is_some()
+        && plan.panel.tensor_trailing
+        && !two_level
+        && plan.panel.corner.is_none()
+        && plan.panel.variant().effective(meeting, threads).fold;
+    let first_src = buf.src;
+    // The check of the rows and columns final at mid-factorization, once
+    // the step that finishes them is queued.
+    let mid_check = || -> Result<(), QrError> {
+        engine.aux_waits_main()?;
+        if ahead {
+            engine.aux_waits_side()?;
+        }
+        let aux = engine.aux_stream();
+        let ops = (h, tau, info);
+        let top = util::Region {
+            rows: (0, split),
+            cols: (0, n),
+            taus: (0, split),
+        };
+        util::overflow_in(engine, aux, shape, ops, top)?;
+        let left = util::Region {
+            rows: (split, n),
+            cols: (0, split),
+            taus: (0, 0),
+        };
+        util::overflow_in(engine, aux, shape, ops, left)
+    };
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
         // The last columns as one `smem` launch on each matrix's trailing
@@ -202,8 +236,14 @@ pub(crate) fn factor(
             }
             engine.main_waits_aux()?;
         }
+        // The previous panel's V and T, for the fold.
+        let prev = (fold && k > 0).then_some((buf.v, buf.t));
         if let Some((v2, t2)) = vt {
             (buf.v, buf.t) = if k % 2 == 0 { (v1, t1) } else { (v2, t2) };
+        }
+        let update_src = buf.src;
+        if prev.is_some() && k == 1 {
+            buf.src = first_src;
         }
         if two_level {
             two_level_panel(engine, panel_stream, plan, (p, w), per_launch, &buf)?;
@@ -224,6 +264,7 @@ pub(crate) fn factor(
                         mat0,
                         mats,
                         &buf,
+                        prev,
                     )?,
                     None => panelreg::launch(
                         engine,
@@ -240,12 +281,33 @@ pub(crate) fn factor(
                 }
             }
         }
+        buf.src = update_src;
+        if fold && p == split && p > 0 {
+            // Folded, the rows above this panel are final only once it has
+            // applied the previous panel's reflectors to its columns.
+            mid_check()?;
+        }
         if p + w < n {
-            if ahead {
+            let next = NB.min(n - p - w);
+            if fold {
+                // The next panel folds its own columns' update.
+                if ahead {
+                    engine.main_waits_side()?;
+                    engine.side_waits_main()?;
+                }
+                tensor_update(
+                    engine,
+                    stream,
+                    plan,
+                    p,
+                    w,
+                    (p + w + next, n - p - w - next),
+                    &buf,
+                )?;
+            } else if ahead {
                 // The bulk waits for this panel only; the next panel's
                 // columns are updated on the side stream once the previous
                 // bulk (which covered them too) is done.
-                let next = NB.min(n - p - w);
                 engine.main_waits_side()?;
                 engine.side_waits_main()?;
                 tensor_update(engine, side, plan, p, w, (p + w, next), &buf)?;
@@ -267,25 +329,8 @@ pub(crate) fn factor(
         // From here on h holds every column (the first panel wrote its own,
         // the first update the rest).
         buf.src = h;
-        if p + w == split {
-            engine.aux_waits_main()?;
-            if ahead {
-                engine.aux_waits_side()?;
-            }
-            let aux = engine.aux_stream();
-            let ops = (h, tau, info);
-            let top = util::Region {
-                rows: (0, split),
-                cols: (0, n),
-                taus: (0, split),
-            };
-            util::overflow_in(engine, aux, shape, ops, top)?;
-            let left = util::Region {
-                rows: (split, n),
-                cols: (0, split),
-                taus: (0, 0),
-            };
-            util::overflow_in(engine, aux, shape, ops, left)?;
+        if !fold && p + w == split {
+            mid_check()?;
         }
     }
     if ahead {

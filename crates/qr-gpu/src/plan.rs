@@ -113,6 +113,9 @@ pub struct PanelPlan {
     /// Whether the one-barrier float32 loop software-pipelines its rows
     /// (`Tuning::panel_pipeline_max_threads`).
     pub pipelined: bool,
+    /// Whether each one-barrier panel applies the previous panel's
+    /// reflectors to its own columns itself (`Tuning::panel_fold`).
+    pub fold: bool,
     /// Whether panels run ahead of the bulk of the trailing updates on a
     /// second stream (`Tuning::look_ahead`).
     pub look_ahead: bool,
@@ -246,9 +249,17 @@ impl fmt::Display for Plan {
                         .panel
                         .variant()
                         .effective(self.panel.meeting(self.strategy), self.panel.threads);
-                    let barrier = match (v.one_barrier, v.two_step) {
-                        (true, true) => ", two reflectors per barrier where they may",
-                        (true, false) => ", one barrier per reflector",
+                    let barrier = match (v.one_barrier, v.two_step, v.fold) {
+                        (true, true, false) => ", two reflectors per barrier where they may",
+                        (true, true, true) => {
+                            ", two reflectors per barrier where they may, the previous panel's \
+                             update of its columns folded in"
+                        }
+                        (true, false, false) => ", one barrier per reflector",
+                        (true, false, true) => {
+                            ", one barrier per reflector, the previous panel's update of its \
+                             columns folded in"
+                        }
                         _ => "",
                     };
                     if self.panel.two_level && self.panel.groups == 1 {
@@ -302,6 +313,7 @@ impl PanelPlan {
             two_step: self.two_step,
             f32_reflector: self.float_reflector,
             pipelined: self.pipelined,
+            fold: self.fold,
         }
     }
 }
@@ -527,6 +539,7 @@ pub fn plan(
             two_step: tuning.panel_two_step,
             float_reflector: tuning.float_reflector,
             pipelined: false,
+            fold: false,
             look_ahead: tuning.look_ahead,
             checks_aside: tuning.checks_aside
                 && shape.a_bytes() as u64
@@ -571,6 +584,20 @@ pub fn plan(
             // warps are too few to hide the row loop's latency.
             p.panel.pipelined = shape.batch() <= device.sm_count as usize
                 && p.panel.threads <= tuning.panel_pipeline_max_threads;
+            // Alone too: the fold's extra shared memory is free there, and
+            // its launch saved is on the chain; where the fold and the panel
+            // fit a block's shared memory together.
+            let fold_bytes = panel::Variant {
+                fold: true,
+                one_barrier: true,
+                ..Default::default()
+            }
+            .fold_bytes(panel::Meeting::Alone, p.panel.threads, n);
+            p.panel.fold = tuning.panel_fold
+                && shape.batch() <= device.sm_count as usize
+                && n >= tuning.panel_fold_min_n
+                && n * panel::NB * 4 + fold_bytes + panel::FOLD_STATIC_BYTES
+                    <= device.smem_per_block_optin;
             if let Some(threads) = tuning.reg_panel_threads_for(n) {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
@@ -688,6 +715,29 @@ mod tests {
             ..Tuning::default()
         };
         assert!(!at(40, 352, &sgemm).graph);
+    }
+
+    #[test]
+    fn folds_for_few_matrices_whose_fold_fits() {
+        let d = h200();
+        let t = Tuning::default();
+        let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
+        assert!(at(40, 352).panel.fold);
+        assert!(at(40, 512).panel.fold);
+        assert!(at(40, 176).panel.fold);
+        // Too many matrices, too tall a panel, below a raised minimum.
+        assert!(!at(640, 512).panel.fold);
+        let from = Tuning {
+            panel_fold_min_n: 240,
+            ..Tuning::default()
+        };
+        assert!(
+            !plan(Shape::new(40, 176).unwrap(), &d, &from, None)
+                .unwrap()
+                .panel
+                .fold
+        );
+        assert!(!at(60, 1024).panel.fold);
     }
 
     #[test]

@@ -121,6 +121,14 @@ pub struct Tuning {
     /// per SM) 6016 -> 6196 us, where more warps hide the latency already
     /// and the extra instructions cost.
     pub panel_pipeline_max_threads: u32,
+    /// `blocked` path with at most one matrix per SM (one-barrier panels on
+    /// the tensor-core update): each panel but the first applies the
+    /// previous panel's reflectors to its own columns in its prologue
+    /// (float32 FMAs), instead of a tensor-core launch of that update on the
+    /// chain between the two panels.
+    pub panel_fold: bool,
+    /// Smallest order that folds (`panel_fold`).
+    pub panel_fold_min_n: usize,
     /// `blocked` and `cluster` paths with at most one matrix per SM: the
     /// last columns of each matrix, at most this many and a whole number of
     /// panels short of n, are factored by one `smem` kernel launch on the
@@ -268,6 +276,8 @@ impl Default for Tuning {
             panel_two_step: false,
             float_reflector: true,
             panel_pipeline_max_threads: 256,
+            panel_fold: true,
+            panel_fold_min_n: 0,
             corner_max_n: 0,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 320,

@@ -441,6 +441,33 @@ fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The previous panel's update of each panel's columns folded into the
+/// panel (`Tuning::panel_fold`, the default for few matrices): the
+/// strategy tests run it; here the unfolded path (a tensor-core launch of
+/// that update between the panels), see `panel_variant`, and the fold
+/// beside the mid-factorization check (`Tuning::checks_aside` forced),
+/// bitwise equal to the check first.
+fn panel_fold(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let off = qr_gpu::Tuning {
+        panel_fold: false,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &off, Strategy::Blocked, "no fold", 2200)?;
+    let aside = (**g)
+        .clone()
+        .with_strategy(Some(Strategy::Blocked))
+        .with_tuning(qr_gpu::Tuning {
+            checks_aside_min_l2: 0,
+            ..qr_gpu::Tuning::default()
+        });
+    let first = aside.clone().with_tuning(qr_gpu::Tuning {
+        checks_aside: false,
+        ..qr_gpu::Tuning::default()
+    });
+    let specs = sizes_and_cases(&[65, 96, 97, 200, 512], (3, 300, 0.0), 20);
+    same_bits(&aside, &first, &specs, 2300, "fold checks aside")
+}
+
 /// The input scan beside the first panel and update (`Tuning::checks_aside`)
 /// on every panel strategy: sizes of one, two and three panels and every
 /// distribution, each bitwise equal (H, tau and info) to the scan first.
@@ -904,7 +931,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 22] = [
+    let plain: [(&str, Test); 23] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -929,6 +956,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("look_ahead", look_ahead),
         ("checks_aside", checks_aside),
         ("graphs", graphs),
+        ("panel_fold", panel_fold),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),
         ("peer_cusolver", peer_cusolver),

@@ -25,6 +25,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_TWOSTEP",
         "PANEL_F32RF",
         "PANEL_PIPE",
+        "PANEL_FOLD",
     ],
 };
 
@@ -39,6 +40,11 @@ pub(crate) const LD: usize = NB + 1;
 const PACKED_LD: usize = NB;
 /// Shared-memory bytes per panel row (the larger of the two layouts).
 pub(crate) const ROW_BYTES: usize = LD * std::mem::size_of::<f32>();
+
+/// Static shared memory of a folding panel block, rounded up (NVRTC 13.5,
+/// sm_90: 20,992 bytes at 512 threads): the planner's bound, with the
+/// rows and `Variant::fold_bytes`, on a block's shared memory.
+pub(crate) const FOLD_STATIC_BYTES: usize = 24 << 10;
 
 /// How the blocks of one matrix meet to add their partial sums.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -85,6 +91,10 @@ pub(crate) struct Variant {
     /// The one-barrier float32 loop loads each next group of rows before
     /// updating the current one (`Tuning::panel_pipeline_max_threads`).
     pub pipelined: bool,
+    /// A one-barrier panel first applies the previous panel's reflectors
+    /// to its own columns (`Tuning::panel_fold`), so no update launch of
+    /// those columns runs between two panels.
+    pub fold: bool,
 }
 
 impl Variant {
@@ -106,7 +116,19 @@ impl Variant {
             two_step,
             f32_reflector,
             pipelined: self.pipelined && one_barrier && !two_step && f32_reflector,
+            fold: self.fold && one_barrier,
         }
+    }
+
+    /// Dynamic shared memory the fold adds to a panel of `rows` rows in
+    /// blocks of `threads` (0 without it): the previous panel's V over
+    /// `rows + 32` rows, a 32 x 32 partial per 64 threads, W and W2.
+    pub(crate) fn fold_bytes(self, meeting: Meeting, threads: u32, rows: usize) -> usize {
+        if !self.effective(meeting, threads).fold {
+            return 0;
+        }
+        let partials = (threads as usize / 64 + 2) * NB * NB;
+        ((rows + NB) * NB + partials) * std::mem::size_of::<f32>()
     }
 
     /// Shared-memory leading dimension of a panel row under `meeting`.
@@ -155,6 +177,7 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
             u8::from(v.f32_reflector).to_string(),
         ),
         ("PANEL_PIPE".to_string(), u8::from(v.pipelined).to_string()),
+        ("PANEL_FOLD".to_string(), u8::from(v.fold).to_string()),
     ]
 }
 
@@ -195,16 +218,20 @@ pub(crate) fn function(
     max_rows: usize,
 ) -> Result<CudaFunction, QrError> {
     let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
+    let bytes = max_rows * variant.row_bytes(meeting, threads)
+        + variant.fold_bytes(meeting, threads, max_rows);
     f.set_attribute(
         FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        (max_rows * variant.row_bytes(meeting, threads)) as i32,
+        bytes as i32,
     )
     .ctx("raising the shared-memory limit of panel_factor_f32")?;
     Ok(f)
 }
 
 /// One panel launch on `stream`: columns `p..p + w` of matrices
-/// `mat0..mat0 + mats`, rows split over `groups` blocks per matrix.
+/// `mat0..mat0 + mats`, rows split over `groups` blocks per matrix; with
+/// `prev` (the previous panel's V and T buffers, a variant with `fold`),
+/// the previous panel's reflectors are applied to these columns first.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     stream: &CudaStream,
@@ -219,14 +246,24 @@ pub(crate) fn launch(
     mat0: usize,
     mats: usize,
     buf: &PanelBuffers,
+    prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let nrow = n - p;
     let chunk = nrow.div_ceil(groups as usize);
+    let fold = prev.is_some() && variant.effective(meeting, threads).fold && p >= NB;
+    let bytes = chunk * variant.row_bytes(meeting, threads)
+        + if fold {
+            variant.fold_bytes(meeting, threads, chunk)
+        } else {
+            0
+        };
     let cfg = LaunchConfig {
         grid_dim: (groups, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),
-        shared_mem_bytes: (chunk * variant.row_bytes(meeting, threads)) as u32,
+        shared_mem_bytes: bytes as u32,
     };
+    let (vprev, tprev) = prev.filter(|_| fold).unwrap_or((0, 0));
+    let fold_i = i32::from(fold);
     let (n, p, w, g, m0) = (n as i32, p as i32, w as i32, groups as i32, mat0 as i32);
     let mut b = stream.launch_builder(f);
     b.arg(&buf.h)
@@ -242,12 +279,17 @@ pub(crate) fn launch(
         .arg(&p)
         .arg(&w)
         .arg(&g)
-        .arg(&m0);
+        .arg(&m0)
+        .arg(&vprev)
+        .arg(&tprev)
+        .arg(&fold_i);
     if meeting != Meeting::Global {
         // SAFETY: every buffer is sized for the whole batch by the workspace
         // (h: batch*n*n, v: batch*n*NB, t: batch*NB*NB, tau: batch*n); the
         // blocks touch only matrices mat0..mat0+mats, which lie in the batch,
-        // and the dynamic shared memory holds `chunk` rows as the kernel expects.
+        // and the dynamic shared memory holds `chunk` rows as the kernel expects
+        // (and the fold's V, partials, W and W2 after them when it folds, the
+        // previous panel's V and T then being buffers of the same sizes).
         // A cluster's blocks are co-scheduled by the hardware (the kernel's
         // cluster size equals `groups`, the grid's x extent).
         unsafe { b.launch(cfg) }.ctx("launching panel_factor_f32")?;
