@@ -96,7 +96,10 @@ impl GpuBackend {
         self.engine.info()
     }
 
-    /// The stream the device-resident API queues on.
+    /// The stream the device-resident API queues on. Do not queue work on
+    /// it from another thread while a call of this backend runs: plans
+    /// that run as CUDA graphs record the stream's work during the call,
+    /// and would record that work with theirs.
     pub fn stream(&self) -> &Arc<CudaStream> {
         self.engine.stream()
     }
@@ -108,6 +111,7 @@ impl GpuBackend {
 
     /// Copies a host batch to a new device buffer.
     pub fn upload(&self, a: &[f32]) -> Result<CudaSlice<f32>, QrError> {
+        let _queueing = self.engine.queueing();
         let mut d = alloc::<f32>(self.stream(), a.len())?;
         self.stream()
             .memcpy_htod(a, &mut d.slice_mut(..a.len()))
@@ -117,6 +121,7 @@ impl GpuBackend {
 
     /// Device outputs for `shape`.
     pub fn alloc_outputs(&self, shape: Shape) -> Result<DeviceFactorization, QrError> {
+        let _queueing = self.engine.queueing();
         Ok(DeviceFactorization {
             shape,
             h: alloc(self.stream(), shape.a_len())?,
@@ -182,13 +187,16 @@ impl GpuBackend {
         )?;
         let (h, tau, info) = out.parts();
         let s = self.stream();
-        s.memcpy_dtoh(&dev.h.slice(..shape.a_len()), h)
-            .ctx("copying H back")?;
-        s.memcpy_dtoh(&dev.tau.slice(..shape.tau_len()), tau)
-            .ctx("copying tau back")?;
         let mut codes = vec![0i32; shape.info_len()];
-        s.memcpy_dtoh(&dev.info.slice(..shape.info_len()), &mut codes)
-            .ctx("copying info back")?;
+        {
+            let _queueing = self.engine.queueing();
+            s.memcpy_dtoh(&dev.h.slice(..shape.a_len()), h)
+                .ctx("copying H back")?;
+            s.memcpy_dtoh(&dev.tau.slice(..shape.tau_len()), tau)
+                .ctx("copying tau back")?;
+            s.memcpy_dtoh(&dev.info.slice(..shape.info_len()), &mut codes)
+                .ctx("copying info back")?;
+        }
         self.engine.synchronize()?;
         for (i, c) in info.iter_mut().zip(codes) {
             *i = Info(c);
@@ -222,27 +230,35 @@ impl Backend for GpuBackend {
         }
         let s = self.stream();
         let mut st = self.engine.staging();
-        let ops = Operands {
-            a: st.a.ensure(s, shape.a_len())?,
-            h: st.h.ensure(s, shape.a_len())?,
-            tau: st.tau.ensure(s, shape.tau_len())?,
-            info: st.info.ensure(s, shape.info_len())?,
+        // The copies hold the queueing lock, the factorization takes it itself.
+        let ops = {
+            let _queueing = self.engine.queueing();
+            let ops = Operands {
+                a: st.a.ensure(s, shape.a_len())?,
+                h: st.h.ensure(s, shape.a_len())?,
+                tau: st.tau.ensure(s, shape.tau_len())?,
+                info: st.info.ensure(s, shape.info_len())?,
+            };
+            let dev_a = st.a.slice_mut().expect("ensured");
+            s.memcpy_htod(a.as_slice(), &mut dev_a.slice_mut(..shape.a_len()))
+                .ctx("copying the batch to the device")?;
+            ops
         };
-        let dev_a = st.a.slice_mut().expect("ensured");
-        s.memcpy_htod(a.as_slice(), &mut dev_a.slice_mut(..shape.a_len()))
-            .ctx("copying the batch to the device")?;
         self.run(shape, ops)?;
         let (h, tau, info) = out.parts();
-        let dh = st.h.slice_mut().expect("ensured");
-        s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
-            .ctx("copying H back")?;
-        let dt = st.tau.slice_mut().expect("ensured");
-        s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
-            .ctx("copying tau back")?;
         let mut codes = vec![0i32; shape.info_len()];
-        let di = st.info.slice_mut().expect("ensured");
-        s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
-            .ctx("copying info back")?;
+        {
+            let _queueing = self.engine.queueing();
+            let dh = st.h.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
+                .ctx("copying H back")?;
+            let dt = st.tau.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
+                .ctx("copying tau back")?;
+            let di = st.info.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
+                .ctx("copying info back")?;
+        }
         self.engine.synchronize()?;
         for (i, c) in info.iter_mut().zip(codes) {
             *i = Info(c);

@@ -111,12 +111,18 @@ pub(crate) fn device_bench(
     let mut round = 0u32;
     while !BenchTiming::should_stop(&samples, began, opts) {
         round = round.wrapping_add(1);
-        if flush_len > 0 {
-            engine.memset_u32(fp, round, flush_len)?;
+        {
+            let _queueing = engine.queueing();
+            if flush_len > 0 {
+                engine.memset_u32(fp, round, flush_len)?;
+            }
+            start.record(stream).ctx("recording the start event")?;
         }
-        start.record(stream).ctx("recording the start event")?;
         pass()?;
-        end.record(stream).ctx("recording the end event")?;
+        {
+            let _queueing = engine.queueing();
+            end.record(stream).ctx("recording the end event")?;
+        }
         end.synchronize().ctx("waiting for the end event")?;
         let ms = start.elapsed_ms(&end).ctx("reading the events")? as f64;
         samples.push(ms * 1e-3 / inputs.len().max(1) as f64);

@@ -63,6 +63,10 @@ pub(crate) struct Engine {
     workspace: Mutex<Workspace>,
     staging: Mutex<Staging>,
     graphs: Mutex<Graphs>,
+    /// Held while the engine queues work on its stream, so that a call
+    /// recording its sequence as a graph (graph.rs) never records another
+    /// thread's work with it.
+    queueing: Mutex<()>,
 }
 
 impl Engine {
@@ -112,6 +116,7 @@ impl Engine {
             workspace: Mutex::new(Workspace::default()),
             staging: Mutex::new(Staging::default()),
             graphs: Mutex::new(Graphs::default()),
+            queueing: Mutex::new(()),
         }))
     }
 
@@ -203,6 +208,14 @@ impl Engine {
         self.workspace
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// Exclusive use of the engine's stream for queueing: every path of the
+    /// backend that queues work on it holds this meanwhile. Work queued on
+    /// a stream being captured is recorded instead of run, so another
+    /// thread's copy or launch must never land inside a capture.
+    pub(crate) fn queueing(&self) -> MutexGuard<'_, ()> {
+        self.queueing.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The executable graphs of the plans that run as graphs.

@@ -21,6 +21,7 @@ pub(crate) fn geqrf(
     tau: u64,
     info: u64,
 ) -> Result<(), QrError> {
+    let _queueing = engine.queueing();
     if plan.graph && shape.batch() > 0 && shape.n() > 0 {
         let key = graph::Key {
             plan: plan.clone(),

@@ -10,6 +10,12 @@
 //! decisions are taken on the device during each replay. A key is
 //! recorded only the second time it is seen, so callers whose operands
 //! move on every call keep launching kernel by kernel.
+//!
+//! Whatever is queued on a stream while it is being captured is recorded
+//! instead of run, from whichever thread: the backend holds the engine's
+//! queueing lock (`Engine::queueing`) around every call that queues on
+//! its stream, and a caller must not queue on `GpuBackend::stream` from
+//! another thread while a factorization call is running.
 
 use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::driver::{CudaStream, result};

@@ -441,6 +441,69 @@ fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// A plan recorded as a graph on one thread while another thread uploads,
+/// factors (a plan without graphs) and downloads through the same engine:
+/// the engine's queueing lock keeps the other thread's work out of every
+/// capture, so both threads get their own factorizations, bitwise equal to
+/// launch-by-launch queueing, on every round (the first thread's key is
+/// recorded on its second round and replayed after).
+fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let on = (**g).clone().with_strategy(Some(Strategy::Blocked));
+    let off = on.clone().with_tuning(qr_gpu::Tuning {
+        graphs: false,
+        ..qr_gpu::Tuning::default()
+    });
+    let (s1, s2) = (
+        spec(3, 200, 1.0, Case::Dense),
+        spec(4, 48, 1.0, Case::Dense),
+    );
+    let (sh1, sh2) = (s1.shape()?, s2.shape()?);
+    let (a1, a2) = (generate(&s1, 2400), generate(&s2, 2401));
+    let (w1, w2) = (geqrf(&off, sh1, &a1)?, geqrf(&off, sh2, &a2)?);
+    let small = (**g).clone();
+    let recorded = || -> Result<(), String> {
+        let da = on.upload(&a1).map_err(|e| e.to_string())?;
+        let mut out = on.alloc_outputs(sh1).map_err(|e| e.to_string())?;
+        for round in 0..8 {
+            on.geqrf_device(&da, &mut out).map_err(|e| e.to_string())?;
+            let mut f = qr_core::Factorization::zeroed(sh1).map_err(|e| e.to_string())?;
+            let batch = f.as_batch_mut().map_err(|e| e.to_string())?;
+            on.download(&out, batch).map_err(|e| e.to_string())?;
+            if f.h != w1.h || f.tau != w1.tau || f.info != w1.info {
+                return Err(format!("graph thread, round {round}: differs"));
+            }
+        }
+        Ok(())
+    };
+    let beside = || -> Result<(), String> {
+        for round in 0..24 {
+            let da = small.upload(&a2).map_err(|e| e.to_string())?;
+            let mut out = small.alloc_outputs(sh2).map_err(|e| e.to_string())?;
+            small
+                .geqrf_device(&da, &mut out)
+                .map_err(|e| e.to_string())?;
+            let mut f = qr_core::Factorization::zeroed(sh2).map_err(|e| e.to_string())?;
+            let batch = f.as_batch_mut().map_err(|e| e.to_string())?;
+            small.download(&out, batch).map_err(|e| e.to_string())?;
+            if f.h != w2.h || f.tau != w2.tau || f.info != w2.info {
+                return Err(format!("other thread, round {round}: differs"));
+            }
+        }
+        Ok(())
+    };
+    let (r1, r2) = std::thread::scope(|sc| {
+        let t1 = sc.spawn(recorded);
+        let t2 = sc.spawn(beside);
+        let join = |t: std::thread::ScopedJoinHandle<'_, Result<(), String>>| {
+            t.join().unwrap_or_else(|_| Err("a thread panicked".into()))
+        };
+        (join(t1), join(t2))
+    });
+    r1?;
+    r2?;
+    Ok(())
+}
+
 /// The previous panel's update of each panel's columns folded into the
 /// panel (`Tuning::panel_fold`, the default for few matrices): the
 /// strategy tests run it; here the unfolded path (a tensor-core launch of
@@ -931,7 +994,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 23] = [
+    let plain: [(&str, Test); 24] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -956,6 +1019,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("look_ahead", look_ahead),
         ("checks_aside", checks_aside),
         ("graphs", graphs),
+        ("graphs_beside_another_thread", graphs_beside_another_thread),
         ("panel_fold", panel_fold),
         ("device_bench_times_something", device_bench_times_something),
         ("device_api_round_trip", device_api_round_trip),

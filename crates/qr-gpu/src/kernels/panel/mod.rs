@@ -116,7 +116,8 @@ impl Variant {
             two_step,
             f32_reflector,
             pipelined: self.pipelined && one_barrier && !two_step && f32_reflector,
-            fold: self.fold && one_barrier,
+            // The fold's W pass maps 4 x 4 blocks onto 64 threads at a time.
+            fold: self.fold && one_barrier && threads >= 64 && threads % 64 == 0,
         }
     }
 

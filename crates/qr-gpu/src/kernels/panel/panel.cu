@@ -69,6 +69,9 @@
 #if PANEL_FOLD && !PANEL_ONEBAR
 #error "PANEL_FOLD needs PANEL_ONEBAR (a block alone per matrix)"
 #endif
+#if PANEL_FOLD && PANEL_THREADS % 64 != 0
+#error "PANEL_FOLD maps its W pass onto groups of 64 threads"
+#endif
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
