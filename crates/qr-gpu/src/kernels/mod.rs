@@ -34,6 +34,35 @@ pub(crate) const ALL: &[&KernelSource] = &[
     &util::SOURCE,
 ];
 
+/// Raises `f`'s dynamic shared-memory limit to at least `bytes`, never
+/// lowering it: a launch recorded in a CUDA graph (graph.rs) replays with
+/// the shared memory it was recorded with, after other calls (other
+/// orders) may have set the limit for smaller launches of the same kernel.
+pub(crate) fn raise_dynamic_smem(
+    f: &cudarc::driver::CudaFunction,
+    bytes: usize,
+    entry: &str,
+) -> Result<(), qr_core::QrError> {
+    use cudarc::driver::sys::CUfunction_attribute as FnAttr;
+
+    use crate::error::DriverContext;
+    let what = || format!("raising the shared-memory limit of {entry}");
+    let now = f
+        .get_attribute(FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES)
+        .ctx(&what())?;
+    let want = i32::try_from(bytes).map_err(|_| qr_core::QrError::Unsupported {
+        message: format!("{bytes} bytes of shared memory for {entry}"),
+    })?;
+    if want > now {
+        f.set_attribute(
+            FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+            want,
+        )
+        .ctx(&what())?;
+    }
+    Ok(())
+}
+
 /// Grid size as the driver wants it; shapes are validated long before, so a
 /// value past `u32` is a planning bug reported as an error, not a panic.
 pub(crate) fn grid_dim(x: usize) -> Result<u32, qr_core::QrError> {

@@ -1,6 +1,5 @@
 //! Launcher of the panel factorization of the `blocked` and `large` paths.
 
-use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
@@ -221,11 +220,7 @@ pub(crate) fn function(
     let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
     let bytes = max_rows * variant.row_bytes(meeting, threads)
         + variant.fold_bytes(meeting, threads, max_rows);
-    f.set_attribute(
-        FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        bytes as i32,
-    )
-    .ctx("raising the shared-memory limit of panel_factor_f32")?;
+    super::raise_dynamic_smem(&f, bytes, FACTOR)?;
     Ok(f)
 }
 

@@ -3,7 +3,6 @@
 //! each; the second applies the first's reflectors to its columns and
 //! joins the outer T). Kernel notes: `panel16.cu`.
 
-use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
@@ -68,11 +67,7 @@ pub(crate) fn factor(
     }
     let f = engine.function(&SOURCE, &defines(threads), FACTOR)?;
     let smem = (n - p + sub) * ROW_BYTES;
-    f.set_attribute(
-        FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .ctx("raising the shared-memory limit of panel16_factor_f32")?;
+    super::raise_dynamic_smem(&f, smem, FACTOR)?;
     let cfg = LaunchConfig {
         grid_dim: (1, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),

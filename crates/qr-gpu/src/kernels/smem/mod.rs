@@ -1,6 +1,5 @@
 //! Launcher of the whole-matrix shared-memory kernel (strategy `smem`).
 
-use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
@@ -174,11 +173,7 @@ fn launch_at(
         (0, false) => (HOUSEHOLDER, matrix_bytes(layout.n, lda)),
     };
     let f = engine.function(&SOURCE, &defines(tpc, rows, f32_reflector), entry)?;
-    f.set_attribute(
-        FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-        smem as i32,
-    )
-    .ctx(&format!("raising the shared-memory limit of {entry}"))?;
+    super::raise_dynamic_smem(&f, smem, entry)?;
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(batch)?, 1, 1),
         block_dim: (threads, 1, 1),

@@ -1,7 +1,6 @@
 //! Launcher of the fused tensor-core trailing update (launch contract:
 //! `README.md` beside the kernel; measurements: `docs/perf/trailing_tc.md`).
 
-use cudarc::driver::sys::CUfunction_attribute as FnAttr;
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
@@ -160,11 +159,7 @@ pub(crate) fn launch(
         let bytes = stage_bytes(warps, depth, nrow, ring);
         let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, depth, ring), APPLY)?;
         if bytes <= engine.info().smem_per_block_optin {
-            f.set_attribute(
-                FnAttr::CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                bytes as i32,
-            )
-            .ctx("raising the shared-memory limit of trailing_tc_apply_f32")?;
+            super::raise_dynamic_smem(&f, bytes, APPLY)?;
             // Static shared memory comes on top: stage only if a block fits.
             let fits = f
                 .occupancy_max_active_blocks_per_multiprocessor(32 * warps, bytes, None)
