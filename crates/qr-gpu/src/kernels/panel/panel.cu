@@ -718,8 +718,9 @@ __device__ void pair_gram(const float* s, int rows, int w, int warp, int lane,
 // straight to H; the rest is this panel's input.
 #define FOLD_G (PANEL_THREADS / 64)
 
-// Dynamic shared memory the fold adds after the panel's rows: V of
-// rows + 32 rows, the partials and W, W2.
+// The fold of a panel of `rows` rows. Its scratch follows the panel's rows
+// in dynamic shared memory: V (rows + 32 rows), FOLD_G partials of W, W
+// and W2 (Variant::fold_bytes on the host); `top` and `tt` (T) are static.
 __device__ __forceinline__ void fold_apply(float* s, float (*top)[PANEL_NB], float (*tt)[PANEL_NB + 1],
                                            const float* __restrict__ vp,
                                            const float* __restrict__ tp, const float* ap,
