@@ -659,6 +659,8 @@ pub fn plan(
     // the low-priority checks stream, whose priority a captured graph does
     // not keep (docs/perf/qr-gpu.md, session 13).
     p.graph = tuning.graphs
+        // Graph node priorities (graph.rs) came with CUDA 11.7.
+        && device.driver_version >= 11070
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && p.panel.rows_per_thread == 0
