@@ -10,6 +10,7 @@ use crate::bench::{self, Operands};
 use crate::engine::Engine;
 use crate::error::DriverContext;
 use crate::factor;
+use crate::peers::host_round_trip;
 use crate::plan::{self, Plan, Strategy};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
@@ -217,53 +218,9 @@ impl Backend for GpuBackend {
         }
     }
 
-    fn geqrf_into(&self, a: BatchRef<'_>, mut out: BatchMut<'_>) -> Result<(), QrError> {
+    fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
         let shape = a.shape();
-        if out.shape() != shape {
-            return Err(QrError::Unsupported {
-                message: format!("input of {} with outputs of {}", shape, out.shape()),
-            });
-        }
-        if shape.is_empty() {
-            out.parts().2.fill(Info::OK);
-            return Ok(());
-        }
-        let s = self.stream();
-        let mut st = self.engine.staging();
-        // The copies hold the queueing lock, the factorization takes it itself.
-        let ops = {
-            let _queueing = self.engine.queueing();
-            let ops = Operands {
-                a: st.a.ensure(s, shape.a_len())?,
-                h: st.h.ensure(s, shape.a_len())?,
-                tau: st.tau.ensure(s, shape.tau_len())?,
-                info: st.info.ensure(s, shape.info_len())?,
-            };
-            let dev_a = st.a.slice_mut().expect("ensured");
-            s.memcpy_htod(a.as_slice(), &mut dev_a.slice_mut(..shape.a_len()))
-                .ctx("copying the batch to the device")?;
-            ops
-        };
-        self.run(shape, ops)?;
-        let (h, tau, info) = out.parts();
-        let mut codes = vec![0i32; shape.info_len()];
-        {
-            let _queueing = self.engine.queueing();
-            let dh = st.h.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
-                .ctx("copying H back")?;
-            let dt = st.tau.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
-                .ctx("copying tau back")?;
-            let di = st.info.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
-                .ctx("copying info back")?;
-        }
-        self.engine.synchronize()?;
-        for (i, c) in info.iter_mut().zip(codes) {
-            *i = Info(c);
-        }
-        Ok(())
+        host_round_trip(&self.engine, a, out, &|ops| self.run(shape, ops))
     }
 
     fn bench(

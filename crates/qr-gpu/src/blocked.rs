@@ -241,12 +241,17 @@ pub(crate) fn factor(
         if let Some((v2, t2)) = vt {
             (buf.v, buf.t) = if k % 2 == 0 { (v1, t1) } else { (v2, t2) };
         }
-        let update_src = buf.src;
-        if prev.is_some() && k == 1 {
-            buf.src = first_src;
-        }
+        // The first fold reads its columns where the first update would have.
+        let pbuf = if prev.is_some() && k == 1 {
+            PanelBuffers {
+                src: first_src,
+                ..buf
+            }
+        } else {
+            buf
+        };
         if two_level {
-            two_level_panel(engine, panel_stream, plan, (p, w), per_launch, &buf)?;
+            two_level_panel(engine, panel_stream, plan, (p, w), per_launch, &pbuf)?;
         } else {
             for mat0 in (0..batch).step_by(per_launch) {
                 let mats = per_launch.min(batch - mat0);
@@ -263,7 +268,7 @@ pub(crate) fn factor(
                         w,
                         mat0,
                         mats,
-                        &buf,
+                        &pbuf,
                         prev,
                     )?,
                     None => panelreg::launch(
@@ -276,12 +281,11 @@ pub(crate) fn factor(
                         w,
                         mat0,
                         mats,
-                        &buf,
+                        &pbuf,
                     )?,
                 }
             }
         }
-        buf.src = update_src;
         if fold && p == split && p > 0 {
             // Folded, the rows above this panel are final only once it has
             // applied the previous panel's reflectors to its columns.
@@ -289,28 +293,18 @@ pub(crate) fn factor(
         }
         if p + w < n {
             let next = NB.min(n - p - w);
-            if fold {
-                // The next panel folds its own columns' update.
+            if fold || ahead {
+                // The bulk leaves the next panel's columns out. Ahead, it
+                // waits for this panel only, and the next panel's columns
+                // (its update, or with the fold the next panel itself) wait
+                // for the previous bulk, which covered them too.
                 if ahead {
                     engine.main_waits_side()?;
                     engine.side_waits_main()?;
                 }
-                tensor_update(
-                    engine,
-                    stream,
-                    plan,
-                    p,
-                    w,
-                    (p + w + next, n - p - w - next),
-                    &buf,
-                )?;
-            } else if ahead {
-                // The bulk waits for this panel only; the next panel's
-                // columns are updated on the side stream once the previous
-                // bulk (which covered them too) is done.
-                engine.main_waits_side()?;
-                engine.side_waits_main()?;
-                tensor_update(engine, side, plan, p, w, (p + w, next), &buf)?;
+                if !fold {
+                    tensor_update(engine, side, plan, p, w, (p + w, next), &buf)?;
+                }
                 tensor_update(
                     engine,
                     stream,

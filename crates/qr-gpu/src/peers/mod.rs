@@ -17,8 +17,9 @@ use crate::bench::Operands;
 use crate::engine::Engine;
 use crate::error::DriverContext;
 
-/// Host round trip shared by the peers: upload, `run` on device pointers,
-/// download.
+/// Host round trip shared by the backend and its peers: upload, `run` on
+/// device pointers, download. The copies hold the engine's queueing lock;
+/// `run` takes it itself where it queues.
 pub(crate) fn host_round_trip(
     engine: &Arc<Engine>,
     a: BatchRef<'_>,
@@ -37,27 +38,34 @@ pub(crate) fn host_round_trip(
     }
     let s = engine.stream();
     let mut st = engine.staging();
-    let ops = Operands {
-        a: st.a.ensure(s, shape.a_len())?,
-        h: st.h.ensure(s, shape.a_len())?,
-        tau: st.tau.ensure(s, shape.tau_len())?,
-        info: st.info.ensure(s, shape.info_len())?,
+    let ops = {
+        let _queueing = engine.queueing();
+        let ops = Operands {
+            a: st.a.ensure(s, shape.a_len())?,
+            h: st.h.ensure(s, shape.a_len())?,
+            tau: st.tau.ensure(s, shape.tau_len())?,
+            info: st.info.ensure(s, shape.info_len())?,
+        };
+        let da = st.a.slice_mut().expect("ensured");
+        s.memcpy_htod(a.as_slice(), &mut da.slice_mut(..shape.a_len()))
+            .ctx("copying the batch to the device")?;
+        ops
     };
-    let da = st.a.slice_mut().expect("ensured");
-    s.memcpy_htod(a.as_slice(), &mut da.slice_mut(..shape.a_len()))
-        .ctx("copying the batch to the device")?;
     run(ops)?;
     let (h, tau, info) = out.parts();
-    let dh = st.h.slice_mut().expect("ensured");
-    s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
-        .ctx("copying H back")?;
-    let dt = st.tau.slice_mut().expect("ensured");
-    s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
-        .ctx("copying tau back")?;
     let mut codes = vec![0i32; shape.info_len()];
-    let di = st.info.slice_mut().expect("ensured");
-    s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
-        .ctx("copying info back")?;
+    {
+        let _queueing = engine.queueing();
+        let dh = st.h.slice_mut().expect("ensured");
+        s.memcpy_dtoh(&dh.slice(..shape.a_len()), h)
+            .ctx("copying H back")?;
+        let dt = st.tau.slice_mut().expect("ensured");
+        s.memcpy_dtoh(&dt.slice(..shape.tau_len()), tau)
+            .ctx("copying tau back")?;
+        let di = st.info.slice_mut().expect("ensured");
+        s.memcpy_dtoh(&di.slice(..shape.info_len()), &mut codes)
+            .ctx("copying info back")?;
+    }
     engine.synchronize()?;
     for (i, c) in info.iter_mut().zip(codes) {
         *i = Info(c);
