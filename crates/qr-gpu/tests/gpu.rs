@@ -459,8 +459,10 @@ fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     );
     let (sh1, sh2) = (s1.shape()?, s2.shape()?);
     let (a1, a2) = (generate(&s1, 2400), generate(&s2, 2401));
-    let (w1, w2) = (geqrf(&off, sh1, &a1)?, geqrf(&off, sh2, &a2)?);
+    // The other thread's shape takes the default strategy: its reference
+    // comes from the same backend, alone, before the threads start.
     let small = (**g).clone();
+    let (w1, w2) = (geqrf(&off, sh1, &a1)?, geqrf(&small, sh2, &a2)?);
     let recorded = || -> Result<(), String> {
         let da = on.upload(&a1).map_err(|e| e.to_string())?;
         let mut out = on.alloc_outputs(sh1).map_err(|e| e.to_string())?;

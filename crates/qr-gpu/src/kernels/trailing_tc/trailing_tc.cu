@@ -86,6 +86,7 @@
 #define TC_WR (TC_WARPS / TC_WN)     // row groups of the update
 #define TC_LDW (TC_BN + 4)           // W / W2 rows in shared memory: 2-way reads at most
 #define TC_KPACK (TC_SPLIT == 0 ? 1 : 2)  // k8 steps per mma
+#define TC_TC (TC_NB / TC_WARPS)     // rows of W2 per thread in step 2
 
 static_assert(TC_FLUSH >= 0, "TC_FLUSH is a slab count");
 static_assert(TC_SPLIT >= 0 && TC_SPLIT <= 2, "TC_SPLIT is 0, 1 or 2");
@@ -421,10 +422,11 @@ __device__ __forceinline__ unsigned tc_smem_u32(const void* p) {
     return r;
 }
 
-// 16 bytes from global `src` to shared `dst`; `bytes` 0 writes zeros and reads nothing.
-__device__ __forceinline__ void tc_cp16(float* dst, const float* src, int bytes) {
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(tc_smem_u32(dst)),
-                 "l"(src), "r"(bytes)
+// 16 bytes from global `src` to shared address `dst`; the `bytes` (0..16)
+// first of them are read, the rest written as zeros.
+__device__ __forceinline__ void tc_cp16(unsigned dst, const float* src, int bytes) {
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes)
                  : "memory");
 }
 
@@ -437,24 +439,67 @@ __device__ __forceinline__ void tc_cp_wait_ahead() {
     asm volatile("cp.async.wait_group %0;" ::"n"(TC_STAGE - 1) : "memory");
 }
 
-// Stages the 16 rows from r0 of V into `ring` (16 x 32) and, with `a_too`,
-// of A2 (`as`, ncols columns valid) into `sa` (16 x 32: a ring slot's second
-// half, or row r0 of the resident tile).
-__device__ __forceinline__ void tc_stage_rows(float* ring, float* sa, bool a_too,
-                                              const float* __restrict__ vm, const float* as,
-                                              int lda, int r0, int nrow, int ncols, int lane) {
+// One thread's share of staging a warp's 16-row slabs: unit u = lane % 8 of
+// rows rr = lane / 8 + 4i (i = 0..3). rr % 4 does not depend on i, nor
+// does the swizzled unit, so the four copies lie 512 bytes apart in shared
+// memory, 4 rows apart in V and in A2: one source address each, advanced a
+// slab per call. (Each copy's own row arithmetic, 64-bit, cost about 150
+// instructions per slab, as much as the slab's tensor-core work;
+// docs/perf/qr-gpu.md, session 14.) V columns at or past the panel width
+// are zero-filled by the copy itself, so the passes read them as zeros.
+struct tc_stager {
+    unsigned dst;        // shared address of this thread's unit in a slab at offset 0
+    const float* vsrc;   // its V unit in the next slab to stage
+    const float* asrc;   // its A2 unit likewise
+    long long lda4;      // 4 rows of A2, elements
+    int rows;            // nrow minus this thread's first row of the next slab
+    int vbytes;          // bytes of its V unit left of the panel width
+    int abytes;          // 16 if its A2 unit lies inside the tile, else 0
+};
+
+// A stager at the warp's first slab (row r0 of V and A2, slabs `step` rows apart).
+__device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __restrict__ vm,
+                                                  const float* as, int lda, int r0, int step,
+                                                  int nrow, int ncols, int w, int lane) {
+    const int rr = lane >> 3, u = lane & 7;
+    tc_stager st;
+    st.dst = dyn + 4 * (rr * 32 + 4 * (u ^ tc_swz(rr)));
+    st.vsrc = vm + (r0 + rr) * TC_NB + 4 * u;
+    st.asrc = as + (long long)(r0 + rr) * lda + 4 * u;
+    st.lda4 = 4LL * lda;
+    st.rows = nrow - r0 - rr;
+    const int wv = w - 4 * u;
+    st.vbytes = wv >= 4 ? 16 : wv > 0 ? 4 * wv : 0;
+    st.abytes = 4 * u < ncols ? 16 : 0;
+    return st;
+}
+
+// Stages the next slab: V into the slab at float offset `voff` of the
+// dynamic shared memory and, with `a_too`, A2 into the one at `aoff`; then
+// moves the stager a slab (`step` rows) down. `vm` and `as` (the matrix's
+// V and A2) are the source address of the copies of rows past nrow, which
+// read nothing.
+template <int step>
+__device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool a_too,
+                                         const float* vm, const float* as) {
+    const unsigned vd = st.dst + 4 * voff, ad = st.dst + 4 * aoff;
+    if (st.rows > 12) {  // all four rows exist: every slab but the last
 #pragma unroll
-    for (int i = 0; i < 4; ++i) {
-        const int rr = (lane >> 3) + 4 * i, u = lane & 7, row = r0 + rr;
-        const int pu = 4 * (u ^ tc_swz(rr));
-        const bool in = row < nrow;
-        tc_cp16(ring + rr * 32 + pu, in ? vm + row * TC_NB + 4 * u : vm, in ? 16 : 0);
-        if (a_too) {
-            const bool ain = in && 4 * u < ncols;
-            tc_cp16(sa + rr * 32 + pu, ain ? as + (long long)row * lda + 4 * u : as,
-                    ain ? 16 : 0);
+        for (int i = 0; i < 4; ++i) {
+            tc_cp16(vd + 512 * i, st.vsrc + 4 * TC_NB * i, st.vbytes);
+            if (a_too) tc_cp16(ad + 512 * i, st.asrc + i * st.lda4, st.abytes);
+        }
+    } else {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+            const bool in = 4 * i < st.rows;
+            tc_cp16(vd + 512 * i, in ? st.vsrc + 4 * TC_NB * i : vm, in ? st.vbytes : 0);
+            if (a_too) tc_cp16(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? st.abytes : 0);
         }
     }
+    st.vsrc += step * TC_NB;
+    st.asrc += (step / 4) * st.lda4;
+    st.rows -= step;
 }
 
 __device__ __forceinline__ tc_f4 tc_lds4(const float* rowp, int row, int u) {
@@ -476,20 +521,17 @@ __device__ __forceinline__ void tc_slab_from_smem(tc_slab& sl, const float* ring
 }
 
 // The update's tile from shared memory (tc_load_tile's layout): V at
-// `ring`, A2 at `sa`.
+// `ring`, A2 at `sa`. V's columns past the panel width were staged as
+// zeros (tc_stager::vbytes).
 __device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring, const float* sa,
-                                                  int w, int g, int tq) {
+                                                  int g, int tq) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
         const int rr = g + 8 * h;
 #pragma unroll
         for (int c = 0; c < 2; ++c) {
-            const int vc = 16 * c + 4 * tq;
             tl.v[h][c] = tc_lds4(ring + rr * 32, rr, 4 * c + tq);
             tl.x[h][c] = tc_lds4(sa + rr * 32, rr, 4 * c + tq);
-#pragma unroll
-            for (int j = 0; j < 4; ++j)  // columns past the panel width may hold anything
-                if (vc + j >= w) tl.v[h][c].x[j] = 0.0f;
         }
     }
 }
@@ -506,7 +548,10 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
     __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
     __shared__ float s_w[TC_NB * TC_LDW];
-    __shared__ float s_t[TC_NB * (TC_NB + 1)];
+    // T's used triangle, zeros elsewhere, laid out for step 2: entry (r, c)
+    // with c = cw + TC_WARPS j at [r][cw][j], so that warp cw reads its
+    // TC_TC values of row r as 16-byte broadcasts.
+    __shared__ __attribute__((aligned(16))) float s_t[TC_NB * TC_NB];
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tq = lane & 3;
@@ -532,7 +577,8 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // T's used triangle (r <= c < w); read in step 2, after two barriers.
     for (int e = tid; e < TC_NB * TC_NB; e += TC_THREADS) {
         const int r = e >> 5, c = e & 31;
-        s_t[r * (TC_NB + 1) + c] = (r <= c && c < w) ? tm[e] : 0.0f;
+        s_t[(r * TC_WARPS + c % TC_WARPS) * TC_TC + c / TC_WARPS] =
+            (r <= c && c < w) ? tm[e] : 0.0f;
     }
     if (panel_col >= z || trail_col + col0 >= z) return;  // the whole block
 
@@ -567,16 +613,23 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     extern __shared__ __attribute__((aligned(16))) float tc_dyn[];
     constexpr int kSlab = 16 * 32;
     constexpr int kSlot = (TC_RING ? 2 : 1) * kSlab;
-    float* ring = tc_dyn + warp * (TC_STAGE * kSlot);
-    float* sa = tc_dyn + TC_WARPS * (TC_STAGE * kSlot);
-    // Where slot q's A2 slab of rows r0.. lives.
-    auto a_at = [&](int q, int r0) { return TC_RING ? ring + q * kSlot + kSlab : sa + r0 * 32; };
+    // Float offsets in tc_dyn of the warp's ring and of the resident tile.
+    const int ring_off = warp * (TC_STAGE * kSlot), sa_off = TC_WARPS * (TC_STAGE * kSlot);
+    float* ring = tc_dyn + ring_off;
+    float* sa = tc_dyn + sa_off;
+    // Where slot q's A2 slab of rows r0.. lives (offset, pointer).
+    auto a_off = [&](int q, int r0) {
+        return TC_RING ? ring_off + q * kSlot + kSlab : sa_off + r0 * 32;
+    };
+    auto a_at = [&](int q, int r0) { return tc_dyn + a_off(q, r0); };
+    const unsigned dyn = tc_smem_u32(tc_dyn);
     const int nslab = nrow > warp * 16 ? (nrow - warp * 16 + kRowStep - 1) / kRowStep : 0;
+    tc_stager st = tc_stager_at(dyn, vm, as, lda, warp * 16, kRowStep, nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage_rows(ring + k * kSlot, a_at(k, warp * 16 + k * kRowStep), true, vm, as, lda,
-                          warp * 16 + k * kRowStep, nrow, ncols, lane);
+            tc_stage<kRowStep>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kRowStep), true,
+                               vm, as);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
@@ -584,8 +637,8 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         const int qa = ahead % TC_STAGE, qk = k % TC_STAGE;
         // Slot qa was last read at slab k - 1, before its __syncwarp.
         if (ahead < nslab)
-            tc_stage_rows(ring + qa * kSlot, a_at(qa, warp * 16 + ahead * kRowStep), true, vm, as,
-                          lda, warp * 16 + ahead * kRowStep, nrow, ncols, lane);
+            tc_stage<kRowStep>(st, ring_off + qa * kSlot,
+                               a_off(qa, warp * 16 + ahead * kRowStep), true, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
         __syncwarp();
@@ -670,20 +723,48 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         const int mt = i / (4 * TC_NTW), nt = (i >> 2) % TC_NTW, ci = i & 3;
         const int r = 4 * (ln >> 2) + 2 * mt + (ci >> 1);
         const int c = 32 * (nt >> 2) + 4 * (2 * (ln & 3) + (ci & 1)) + (nt & 3);
-        s_w[r * TC_LDW + c] = sum;
+        // Rows of W past the panel width come from V columns that may hold
+        // anything (unstaged): they are stored as zeros, never used.
+        s_w[r * TC_LDW + c] = r < w ? sum : 0.0f;
     }
     __syncthreads();
 
     // ---- 2. W2 = T^T W in float32, into s_part (free after the barrier).
+    // Thread (warp cw, lane) computes rows c = cw + TC_WARPS j of columns
+    // lane + 32 q: per row r of W, TC_NQ loads of W and TC_TC / 4 broadcast
+    // loads of T feed TC_TC * TC_NQ FMAs. (One output per loop, as before,
+    // cost two loads per FMA: a quarter of the launch's instructions at
+    // n = 512, docs/perf/qr-gpu.md, session 14.) Each sum runs over r in
+    // order from 0; T's zeros past the triangle add zeros.
     float* s_w2 = s_part;
-    for (int e = tid; e < TC_NB * TC_BN; e += TC_THREADS) {
-        const int c = e / TC_BN, col = e % TC_BN;
-        // Rows of W past the panel width come from V columns that may hold
-        // anything: never read them, so W2's rows c >= w are exact zeros.
-        const int rend = c < w ? c + 1 : 0;
-        float sum = 0.0f;
-        for (int r = 0; r < rend; ++r) sum += s_t[r * (TC_NB + 1) + c] * s_w[r * TC_LDW + col];
-        s_w2[c * TC_LDW + col] = sum;
+    {
+        float sum[TC_TC][TC_NQ];
+#pragma unroll
+        for (int j = 0; j < TC_TC; ++j)
+#pragma unroll
+            for (int q = 0; q < TC_NQ; ++q) sum[j][q] = 0.0f;
+#pragma unroll 8
+        for (int r = 0; r < TC_NB; ++r) {
+            float wr[TC_NQ], tr[TC_TC];
+#pragma unroll
+            for (int q = 0; q < TC_NQ; ++q) wr[q] = s_w[r * TC_LDW + lane + 32 * q];
+#pragma unroll
+            for (int j = 0; j < TC_TC; j += 4) {
+                const tc_f4 t4 =
+                    *reinterpret_cast<const tc_f4*>(s_t + (r * TC_WARPS + warp) * TC_TC + j);
+#pragma unroll
+                for (int i = 0; i < 4; ++i) tr[j + i] = t4.x[i];
+            }
+#pragma unroll
+            for (int j = 0; j < TC_TC; ++j)
+#pragma unroll
+                for (int q = 0; q < TC_NQ; ++q) sum[j][q] += tr[j] * wr[q];
+        }
+#pragma unroll
+        for (int j = 0; j < TC_TC; ++j)
+#pragma unroll
+            for (int q = 0; q < TC_NQ; ++q)
+                s_w2[(warp + TC_WARPS * j) * TC_LDW + lane + 32 * q] = sum[j][q];
     }
     __syncthreads();
 
@@ -710,24 +791,26 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
 #if TC_STAGE
     // A2 is resident since the W pass (this warp's own rows), or with
     // TC_RING comes through the ring again; V comes through the ring.
+    static_assert(kTileStep == kRowStep, "the passes' slabs are the same rows");
+    st = tc_stager_at(dyn, vm, as, lda, warp * 16, kTileStep, nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage_rows(ring + k * kSlot, a_at(k, warp * 16 + k * kTileStep), TC_RING, vm, as,
-                          lda, warp * 16 + k * kTileStep, nrow, ncols, lane);
+            tc_stage<kTileStep>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kTileStep),
+                                TC_RING, vm, as);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int i0 = warp * 16 + k * kTileStep, ahead = k + TC_STAGE - 1;
         const int qa = ahead % TC_STAGE, qk = k % TC_STAGE;
         if (ahead < nslab)
-            tc_stage_rows(ring + qa * kSlot, a_at(qa, warp * 16 + ahead * kTileStep), TC_RING, vm,
-                          as, lda, warp * 16 + ahead * kTileStep, nrow, ncols, lane);
+            tc_stage<kTileStep>(st, ring_off + qa * kSlot,
+                                a_off(qa, warp * 16 + ahead * kTileStep), TC_RING, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();
         __syncwarp();
         tc_tile tl;
-        tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk, i0), w, g, tq);
+        tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk, i0), g, tq);
         __syncwarp();
         if (full && i0 + 16 <= nrow)
             tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
