@@ -453,8 +453,8 @@ struct tc_stager {
     const float* asrc;   // its A2 unit likewise
     long long lda4;      // 4 rows of A2, elements
     int rows;            // nrow minus this thread's first row of the next slab
-    int vbytes;          // bytes of its V unit left of the panel width
-    int abytes;          // 16 if its A2 unit lies inside the tile, else 0
+    int bytes;           // bytes of its V unit left of the panel width (low
+                         // 5 bits), 16 << 5 if its A2 unit lies inside the tile
 };
 
 // A stager at the warp's first slab (row r0 of V and A2, slabs `step` rows apart).
@@ -469,8 +469,7 @@ __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __r
     st.lda4 = 4LL * lda;
     st.rows = nrow - r0 - rr;
     const int wv = w - 4 * u;
-    st.vbytes = wv >= 4 ? 16 : wv > 0 ? 4 * wv : 0;
-    st.abytes = 4 * u < ncols ? 16 : 0;
+    st.bytes = (wv >= 4 ? 16 : wv > 0 ? 4 * wv : 0) | (4 * u < ncols ? 16 << 5 : 0);
     return st;
 }
 
@@ -483,18 +482,19 @@ template <int step>
 __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool a_too,
                                          const float* vm, const float* as) {
     const unsigned vd = st.dst + 4 * voff, ad = st.dst + 4 * aoff;
+    const int vbytes = st.bytes & 31, abytes = st.bytes >> 5;
     if (st.rows > 12) {  // all four rows exist: every slab but the last
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            tc_cp16(vd + 512 * i, st.vsrc + 4 * TC_NB * i, st.vbytes);
-            if (a_too) tc_cp16(ad + 512 * i, st.asrc + i * st.lda4, st.abytes);
+            tc_cp16(vd + 512 * i, st.vsrc + 4 * TC_NB * i, vbytes);
+            if (a_too) tc_cp16(ad + 512 * i, st.asrc + i * st.lda4, abytes);
         }
     } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const bool in = 4 * i < st.rows;
-            tc_cp16(vd + 512 * i, in ? st.vsrc + 4 * TC_NB * i : vm, in ? st.vbytes : 0);
-            if (a_too) tc_cp16(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? st.abytes : 0);
+            tc_cp16(vd + 512 * i, in ? st.vsrc + 4 * TC_NB * i : vm, in ? vbytes : 0);
+            if (a_too) tc_cp16(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? abytes : 0);
         }
     }
     st.vsrc += step * TC_NB;
@@ -522,7 +522,7 @@ __device__ __forceinline__ void tc_slab_from_smem(tc_slab& sl, const float* ring
 
 // The update's tile from shared memory (tc_load_tile's layout): V at
 // `ring`, A2 at `sa`. V's columns past the panel width were staged as
-// zeros (tc_stager::vbytes).
+// zeros (tc_stager::bytes).
 __device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring, const float* sa,
                                                   int g, int tq) {
 #pragma unroll
@@ -714,15 +714,24 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
                     mine[((mt * TC_NTW + nt) * 4 + ci) * 32] += acc[mt][nt][ci];
     }
     __syncthreads();
-    for (int e = tid; e < TC_NB * TC_BN; e += TC_THREADS) {
+    // Thread (warp, lane) takes fragments i = warp * kFrag + k of its own
+    // lane, k unrolled, so that the fragment-to-(reflector, column) mapping
+    // is mostly compile-time (a strided loop over elements spent about 30
+    // instructions an element on it, docs/perf/qr-gpu.md, session 14).
+    constexpr int kFrag = TC_NB * TC_BN / 32 / TC_WARPS;
+    static_assert(kFrag % 4 == 0, "a thread's fragments are whole groups of four");
+#pragma unroll
+    for (int k = 0; k < kFrag; ++k) {
+        const int e = (warp * kFrag + k) * 32 + lane;
         float sum = 0.0f;
 #pragma unroll
         for (int p = 0; p < TC_WARPS / 2; ++p) sum += s_part[p * (TC_NB * TC_BN) + e];
-        // Fragment (i, lane) -> (reflector, column) of the W pass mapping.
-        const int i = e >> 5, ln = e & 31;
-        const int mt = i / (4 * TC_NTW), nt = (i >> 2) % TC_NTW, ci = i & 3;
-        const int r = 4 * (ln >> 2) + 2 * mt + (ci >> 1);
-        const int c = 32 * (nt >> 2) + 4 * (2 * (ln & 3) + (ci & 1)) + (nt & 3);
+        // Fragment (i, lane) -> (reflector, column) of the W pass mapping,
+        // i = 4 q + ci.
+        const int q = warp * (kFrag / 4) + (k >> 2), ci = k & 3;
+        const int mt = q / TC_NTW, nt = q % TC_NTW;
+        const int r = 4 * (lane >> 2) + 2 * mt + (ci >> 1);
+        const int c = 32 * (nt >> 2) + 4 * (2 * (lane & 3) + (ci & 1)) + (nt & 3);
         // Rows of W past the panel width come from V columns that may hold
         // anything (unstaged): they are stored as zeros, never used.
         s_w[r * TC_LDW + c] = r < w ? sum : 0.0f;
