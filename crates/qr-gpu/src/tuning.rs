@@ -193,15 +193,16 @@ pub struct Tuning {
     /// final at mid-factorization runs there beside the second half, so
     /// that only the bottom-right quarter is checked after the last step.
     /// Only for batches of at least `checks_aside_min_l2` times the L2
-    /// cache's bytes: on the H200 640 x 512 6933.1 -> 6835.1 us and
-    /// 60 x 1024 4906.3 -> 4853.8 (640 and 240 MiB), while 8 x 2048
-    /// (128 MiB) went 7943.8 -> 8054.9, 2 x 4096 19240.0 -> 19347.7 and
-    /// 40 x 176 311.0 -> 353.7 (docs/perf/qr-gpu.md, table "checks aside",
-    /// session 11): a short scan gains less than the stream joins and the
-    /// low-priority blocks in the panels' way cost.
+    /// cache's bytes: on the H200 (session 14, run 5) 640 x 512 went
+    /// 5569.7 -> 5524.1 us with it, while 60 x 1024 (240 MiB), with the
+    /// CUDA graph it forgoes, was faster without it (3993.3 against
+    /// 4100.0 us), as were 8 x 2048 and 2 x 4096 (docs/perf/qr-gpu.md,
+    /// table "checks aside", sessions 11 and 14): a short scan gains less
+    /// than the stream joins, the low-priority blocks in the panels' way
+    /// and the lost graph cost.
     pub checks_aside: bool,
-    /// See `checks_aside`: between 128 MiB (2.1 L2s, slower) and 240 MiB
-    /// (4 L2s, faster).
+    /// See `checks_aside`: between 240 MiB (4 L2s, slower aside since
+    /// session 14) and 640 MiB (10.7 L2s, faster).
     pub checks_aside_min_l2: u32,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
@@ -287,7 +288,7 @@ impl Default for Tuning {
             look_ahead: true,
             graphs: true,
             checks_aside: true,
-            checks_aside_min_l2: 3,
+            checks_aside_min_l2: 6,
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 2,
