@@ -561,6 +561,28 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // The checks stream forced on (from any size), with and without a
+    // graph around it (`Tuning::graphs_beside_checks`).
+    for beside in [false, true] {
+        let t = Tuning {
+            checks_aside_min_l2: 0,
+            graphs_beside_checks: beside,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+            ],
+            format!("graphs beside checks {beside}"),
+            None,
+            &t,
+        );
+    }
     for ahead in [false, true] {
         let t = Tuning {
             look_ahead: ahead,

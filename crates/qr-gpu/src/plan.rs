@@ -655,16 +655,17 @@ pub fn plan(
         }
     }
     // Graphs: the chains of the blocked and cluster paths on the tensor-core
-    // update (cuBLAS and cooperative launches stay outside them); not beside
-    // the low-priority checks stream, whose priority a captured graph does
-    // not keep (docs/perf/qr-gpu.md, session 13).
+    // update (cuBLAS and cooperative launches stay outside them); beside
+    // the low-priority checks stream only on request (its kernels keep
+    // their priority as node priorities; docs/perf/qr-gpu.md, sessions 13
+    // and 14).
     p.graph = tuning.graphs
         // Graph node priorities (graph.rs) came with CUDA 11.7.
         && device.driver_version >= 11070
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && p.panel.rows_per_thread == 0
-        && !p.panel.checks_aside;
+        && (!p.panel.checks_aside || tuning.graphs_beside_checks);
     Ok(p)
 }
 
@@ -716,6 +717,11 @@ mod tests {
             ..Tuning::default()
         };
         assert!(!at(40, 352, &sgemm).graph);
+        let beside = Tuning {
+            graphs_beside_checks: true,
+            ..Tuning::default()
+        };
+        assert!(at(640, 512, &beside).graph && at(640, 512, &beside).panel.checks_aside);
     }
 
     #[test]

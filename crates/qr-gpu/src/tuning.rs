@@ -181,11 +181,18 @@ pub struct Tuning {
     /// 640 x 512, 60 x 1024 and 8 x 2048 on the H200, within 0.5% elsewhere
     /// (docs/perf/qr-gpu.md, table "look ahead", session 7).
     pub look_ahead: bool,
-    /// Blocked and cluster plans without the low-priority checks stream
-    /// (`checks_aside`) run each call as one CUDA graph, captured afresh
-    /// on every call (graph.rs), so their chains of small dependent
-    /// launches run without a launch gap between each.
+    /// Blocked and cluster plans on the tensor-core update run each call
+    /// as one CUDA graph (recorded the second time a plan meets the same
+    /// operands and workspace, replayed after; graph.rs), so their chains
+    /// of small dependent launches run without a launch gap between each.
+    /// Not beside the checks stream unless `graphs_beside_checks`.
     pub graphs: bool,
+    /// With `graphs`, plans with the low-priority checks stream
+    /// (`checks_aside`) are graphs too: the stream is forked and joined
+    /// inside the capture, its kernels keep their low priority as node
+    /// priorities. Off: not measured faster (docs/perf/qr-gpu.md, table
+    /// "graphs beside checks", session 14).
+    pub graphs_beside_checks: bool,
     /// Blocked paths that read the input out of place: the scan for
     /// non-finite entries and zero columns runs on a low-priority stream
     /// beside the first panel and update (which need neither), the second
@@ -287,6 +294,7 @@ impl Default for Tuning {
             cluster_max_block_rows: 192,
             look_ahead: true,
             graphs: true,
+            graphs_beside_checks: false,
             checks_aside: true,
             checks_aside_min_l2: 6,
             tensor_warps: 0,

@@ -441,6 +441,76 @@ fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Graphs around the checks stream (`Tuning::graphs_beside_checks`, with
+/// the stream forced on from any size, so the scan, the mid-factorization
+/// overflow check and the final check run on the forked stream inside the
+/// capture): on both strategies, sizes of one to three panels and every
+/// distribution, bitwise equal to the same plans launch by launch; then
+/// device-API calls over two buffer sets with new contents each, some with
+/// a NaN in one matrix (its info and fill must replay too): every call's
+/// outputs are its own input's factorization, bit for bit.
+fn graphs_beside_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let beside = qr_gpu::Tuning {
+        checks_aside_min_l2: 0,
+        graphs_beside_checks: true,
+        ..qr_gpu::Tuning::default()
+    };
+    let bits = |x: &[f32], y: &[f32]| {
+        x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let on = (**g)
+            .clone()
+            .with_strategy(Some(s))
+            .with_tuning(beside.clone());
+        let off = on.clone().with_tuning(qr_gpu::Tuning {
+            graphs: false,
+            ..beside.clone()
+        });
+        let specs = sizes_and_cases(&[33, 65, 97, 200, 512], (3, 300, 0.0), 20);
+        same_bits(
+            &on,
+            &off,
+            &specs,
+            2500,
+            &format!("{s} graphs beside checks"),
+        )?;
+        let small = spec(3, 200, 1.0, Case::Dense);
+        let shape = small.shape()?;
+        let mut sets = Vec::new();
+        for _ in 0..2 {
+            let a0 = vec![0.0f32; shape.a_len()];
+            sets.push((on.upload(&a0)?, on.alloc_outputs(shape)?));
+        }
+        for round in 0..8u64 {
+            let mut a = generate(&small, 2600 + round);
+            if round % 3 == 2 {
+                // A NaN in matrix 1: flagged in info, its outputs filled.
+                a[shape.n() * shape.n() + 7 + round as usize] = f32::NAN;
+            }
+            let (da, out) = &mut sets[(round % 2) as usize];
+            on.stream()
+                .memcpy_htod(&a, da)
+                .map_err(|e| format!("uploading: {e:?}"))?;
+            on.geqrf_device(da, out)?;
+            let mut f = qr_core::Factorization::zeroed(shape)?;
+            on.download(out, f.as_batch_mut()?)?;
+            let want = geqrf(&off, shape, &a)?;
+            if !bits(&f.h, &want.h) || !bits(&f.tau, &want.tau) || f.info != want.info {
+                return Err(
+                    format!("{s} graphs beside checks: device call {round} differs").into(),
+                );
+            }
+            if round % 3 == 2 && f.info[1] == qr_core::Info::OK {
+                return Err(
+                    format!("{s} graphs beside checks: call {round} missed the NaN").into(),
+                );
+            }
+        }
+    }
+    Ok(())
+}
+
 /// A plan recorded as a graph on one thread while another thread uploads,
 /// factors (a plan without graphs) and downloads through the same engine:
 /// the engine's queueing lock keeps the other thread's work out of every
@@ -996,7 +1066,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 24] = [
+    let plain: [(&str, Test); 25] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1021,6 +1091,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("look_ahead", look_ahead),
         ("checks_aside", checks_aside),
         ("graphs", graphs),
+        ("graphs_beside_checks", graphs_beside_checks),
         ("graphs_beside_another_thread", graphs_beside_another_thread),
         ("panel_fold", panel_fold),
         ("device_bench_times_something", device_bench_times_something),

@@ -720,7 +720,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // instructions an element on it, docs/perf/qr-gpu.md, session 14).
     constexpr int kFrag = TC_NB * TC_BN / 32 / TC_WARPS;
     static_assert(kFrag % 4 == 0, "a thread's fragments are whole groups of four");
-#pragma unroll
+#pragma unroll 4
     for (int k = 0; k < kFrag; ++k) {
         const int e = (warp * kFrag + k) * 32 + lane;
         float sum = 0.0f;
