@@ -200,13 +200,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-            ],
+            &DENSE_CASES[1..6],
             format!("tensor stage {depth} warps {warps} ring {ring}"),
             None,
             &t,
@@ -234,14 +228,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
+            &DENSE_CASES[1..],
             format!("tensor warps {warps}"),
             None,
             &t,
@@ -534,8 +521,9 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // Each call as one CUDA graph (`Tuning::graphs`) or launch by launch:
-    // on the planner's plans (no graph beside the checks stream), and for
-    // the large batches with the checks stream off, where graphs may run.
+    // on the planner's plans, and for the large batches with the checks
+    // stream off (a plan with it has no graph unless
+    // `Tuning::graphs_beside_checks`).
     for on in [false, true] {
         let t = Tuning {
             graphs: on,
@@ -571,13 +559,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-            ],
+            &DENSE_CASES[1..6],
             format!("graphs beside checks {beside}"),
             None,
             &t,
@@ -590,14 +572,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         };
         add(
             &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
+            &DENSE_CASES[1..],
             format!("look ahead {ahead}"),
             None,
             &t,

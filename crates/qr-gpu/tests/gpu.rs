@@ -387,6 +387,51 @@ fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Bit-for-bit equality of two float slices (NaNs included).
+fn same_f32_bits(x: &[f32], y: &[f32]) -> bool {
+    x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
+}
+
+/// `rounds` device-API calls of `on` on `shape`, over two sets of buffers
+/// in turn, each call with new contents (`input(round)`, written into its
+/// set's input) after `before(round)`: every call's outputs must be bit
+/// for bit `off`'s factorization of the same input. Returns the calls'
+/// factorizations.
+fn device_rounds(
+    on: &GpuBackend,
+    off: &GpuBackend,
+    shape: qr_core::Shape,
+    rounds: u64,
+    input: &dyn Fn(u64) -> Vec<f32>,
+    before: &dyn Fn(u64) -> Result<(), Failed>,
+    label: &str,
+) -> Result<Vec<qr_core::Factorization>, Failed> {
+    let mut sets = Vec::new();
+    for _ in 0..2 {
+        let a0 = vec![0.0f32; shape.a_len()];
+        sets.push((on.upload(&a0)?, on.alloc_outputs(shape)?));
+    }
+    let mut got = Vec::new();
+    for round in 0..rounds {
+        before(round)?;
+        let a = input(round);
+        let (da, out) = &mut sets[(round % 2) as usize];
+        on.stream()
+            .memcpy_htod(&a, da)
+            .map_err(|e| format!("uploading: {e:?}"))?;
+        on.geqrf_device(da, out)?;
+        let mut f = qr_core::Factorization::zeroed(shape)?;
+        on.download(out, f.as_batch_mut()?)?;
+        let want = geqrf(off, shape, &a)?;
+        if !same_f32_bits(&f.h, &want.h) || !same_f32_bits(&f.tau, &want.tau) || f.info != want.info
+        {
+            return Err(format!("{label}: device call {round} differs").into());
+        }
+        got.push(f);
+    }
+    Ok(got)
+}
+
 /// Plans run as CUDA graphs (`Tuning::graphs`, on for the blocked and
 /// cluster paths without the checks stream; a call is recorded the second
 /// time its plan, operands and workspace are seen and replayed after): on
@@ -407,13 +452,7 @@ fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let specs = sizes_and_cases(&[33, 64, 65, 97, 200, 512, 1000], (3, 300, 0.0), 20);
         same_bits(&on, &off, &specs, 2000, &format!("{s} graphs"))?;
         let small = spec(3, 200, 1.0, Case::Dense);
-        let shape = small.shape()?;
-        let mut sets = Vec::new();
-        for _ in 0..2 {
-            let a0 = vec![0.0f32; shape.a_len()];
-            sets.push((on.upload(&a0)?, on.alloc_outputs(shape)?));
-        }
-        for round in 0..10u64 {
+        let before = |round: u64| -> Result<(), Failed> {
             if round == 6 {
                 // A larger shape grows the workspace between calls.
                 let big = spec(2, 700, 1.0, Case::Dense);
@@ -424,19 +463,11 @@ fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
                     &format!("{s} graphs {big}"),
                 )?;
             }
-            let a = generate(&small, 2100 + round);
-            let (da, out) = &mut sets[(round % 2) as usize];
-            on.stream()
-                .memcpy_htod(&a, da)
-                .map_err(|e| format!("uploading: {e:?}"))?;
-            on.geqrf_device(da, out)?;
-            let mut f = qr_core::Factorization::zeroed(shape)?;
-            on.download(out, f.as_batch_mut()?)?;
-            let want = geqrf(&off, shape, &a)?;
-            if f.h != want.h || f.tau != want.tau || f.info != want.info {
-                return Err(format!("{s} graphs: device call {round} differs").into());
-            }
-        }
+            Ok(())
+        };
+        let input = |round: u64| generate(&small, 2100 + round);
+        let label = format!("{s} graphs");
+        device_rounds(&on, &off, small.shape()?, 10, &input, &before, &label)?;
     }
     Ok(())
 }
@@ -455,9 +486,6 @@ fn graphs_beside_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         graphs_beside_checks: true,
         ..qr_gpu::Tuning::default()
     };
-    let bits = |x: &[f32], y: &[f32]| {
-        x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
-    };
     for s in [Strategy::Blocked, Strategy::Cluster] {
         let on = (**g)
             .clone()
@@ -467,44 +495,24 @@ fn graphs_beside_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             graphs: false,
             ..beside.clone()
         });
+        let label = format!("{s} graphs beside checks");
         let specs = sizes_and_cases(&[33, 65, 97, 200, 512], (3, 300, 0.0), 20);
-        same_bits(
-            &on,
-            &off,
-            &specs,
-            2500,
-            &format!("{s} graphs beside checks"),
-        )?;
+        same_bits(&on, &off, &specs, 2500, &label)?;
         let small = spec(3, 200, 1.0, Case::Dense);
         let shape = small.shape()?;
-        let mut sets = Vec::new();
-        for _ in 0..2 {
-            let a0 = vec![0.0f32; shape.a_len()];
-            sets.push((on.upload(&a0)?, on.alloc_outputs(shape)?));
-        }
-        for round in 0..8u64 {
+        let nan = |round: u64| round % 3 == 2;
+        let input = |round: u64| {
             let mut a = generate(&small, 2600 + round);
-            if round % 3 == 2 {
+            if nan(round) {
                 // A NaN in matrix 1: flagged in info, its outputs filled.
                 a[shape.n() * shape.n() + 7 + round as usize] = f32::NAN;
             }
-            let (da, out) = &mut sets[(round % 2) as usize];
-            on.stream()
-                .memcpy_htod(&a, da)
-                .map_err(|e| format!("uploading: {e:?}"))?;
-            on.geqrf_device(da, out)?;
-            let mut f = qr_core::Factorization::zeroed(shape)?;
-            on.download(out, f.as_batch_mut()?)?;
-            let want = geqrf(&off, shape, &a)?;
-            if !bits(&f.h, &want.h) || !bits(&f.tau, &want.tau) || f.info != want.info {
-                return Err(
-                    format!("{s} graphs beside checks: device call {round} differs").into(),
-                );
-            }
-            if round % 3 == 2 && f.info[1] == qr_core::Info::OK {
-                return Err(
-                    format!("{s} graphs beside checks: call {round} missed the NaN").into(),
-                );
+            a
+        };
+        let got = device_rounds(&on, &off, shape, 8, &input, &|_| Ok(()), &label)?;
+        for (round, f) in (0u64..).zip(&got) {
+            if nan(round) && f.info[1] == qr_core::Info::OK {
+                return Err(format!("{label}: call {round} missed the NaN").into());
             }
         }
     }
@@ -814,8 +822,7 @@ fn strategy_deterministic(g: &Arc<GpuBackend>, s: Strategy, n: usize) -> Result<
     let a = generate(&sp, 5);
     let f1 = geqrf(&b, sp.shape()?, &a)?;
     let f2 = geqrf(&b, sp.shape()?, &a)?;
-    let same = |x: &[f32], y: &[f32]| x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits());
-    if !same(&f1.h, &f2.h) || !same(&f1.tau, &f2.tau) {
+    if !same_f32_bits(&f1.h, &f2.h) || !same_f32_bits(&f1.tau, &f2.tau) {
         return Err(format!("{s} {sp}: two runs differ").into());
     }
     Ok(())

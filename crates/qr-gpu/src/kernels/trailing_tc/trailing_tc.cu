@@ -457,10 +457,10 @@ struct tc_stager {
                          // 5 bits), 16 << 5 if its A2 unit lies inside the tile
 };
 
-// A stager at the warp's first slab (row r0 of V and A2, slabs `step` rows apart).
+// A stager at the warp's first slab (row r0 of V and A2).
 __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __restrict__ vm,
-                                                  const float* as, int lda, int r0, int step,
-                                                  int nrow, int ncols, int w, int lane) {
+                                                  const float* as, int lda, int r0, int nrow,
+                                                  int ncols, int w, int lane) {
     const int rr = lane >> 3, u = lane & 7;
     tc_stager st;
     st.dst = dyn + 4 * (rr * 32 + 4 * (u ^ tc_swz(rr)));
@@ -481,6 +481,7 @@ __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __r
 template <int step>
 __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool a_too,
                                          const float* vm, const float* as) {
+    static_assert(step % 4 == 0, "a slab step is whole groups of a thread's four rows");
     const unsigned vd = st.dst + 4 * voff, ad = st.dst + 4 * aoff;
     const int vbytes = st.bytes & 31, abytes = st.bytes >> 5;
     if (st.rows > 12) {  // all four rows exist: every slab but the last
@@ -624,7 +625,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     auto a_at = [&](int q, int r0) { return tc_dyn + a_off(q, r0); };
     const unsigned dyn = tc_smem_u32(tc_dyn);
     const int nslab = nrow > warp * 16 ? (nrow - warp * 16 + kRowStep - 1) / kRowStep : 0;
-    tc_stager st = tc_stager_at(dyn, vm, as, lda, warp * 16, kRowStep, nrow, ncols, w, lane);
+    tc_stager st = tc_stager_at(dyn, vm, as, lda, warp * 16, nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
@@ -801,7 +802,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // A2 is resident since the W pass (this warp's own rows), or with
     // TC_RING comes through the ring again; V comes through the ring.
     static_assert(kTileStep == kRowStep, "the passes' slabs are the same rows");
-    st = tc_stager_at(dyn, vm, as, lda, warp * 16, kTileStep, nrow, ncols, w, lane);
+    st = tc_stager_at(dyn, vm, as, lda, warp * 16, nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
