@@ -254,6 +254,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ..base.clone()
         };
         for (sp, strat) in [
+            ("40,176,1,dense", Strategy::Blocked),
             ("40,352,1,dense", Strategy::Blocked),
             ("640,512,2,dense", Strategy::Blocked),
             ("60,1024,2,dense", Strategy::Blocked),

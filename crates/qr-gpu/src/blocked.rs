@@ -55,7 +55,7 @@ pub(crate) fn factor(
     let reg_rows = plan.panel.rows_per_thread;
     let zcol = ws.zcol.ensure(stream, batch)?;
     util::zero_nonfinite_zcol(engine, shape, info, zcol)?;
-    let out_of_place = reg_rows == 0 && plan.panel.tensor_trailing;
+    let out_of_place = plan.panel.tensor_trailing;
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
     // (`Tuning::checks_aside`); every later step waits for it. There too,
@@ -273,6 +273,7 @@ pub(crate) fn factor(
                     )?,
                     None => panelreg::launch(
                         engine,
+                        panel_stream,
                         threads,
                         reg_rows,
                         meeting.cluster_size(),

@@ -195,14 +195,13 @@ impl Plan {
 
 impl Plan {
     /// Whether the panels run ahead of the bulk trailing updates on the
-    /// priority stream: with `Tuning::look_ahead`, the shared-memory panel
-    /// and the tensor-core update, and no global meeting (whose cooperative
-    /// launch needs its blocks resident at once).
+    /// priority stream: with `Tuning::look_ahead` and the tensor-core
+    /// update, and no global meeting (whose cooperative launch needs its
+    /// blocks resident at once).
     pub fn runs_ahead(&self) -> bool {
         self.strategy != Strategy::Smem
             && self.panel.look_ahead
             && self.panel.tensor_trailing
-            && self.panel.rows_per_thread == 0
             && self.panel.meeting(self.strategy) != panel::Meeting::Global
     }
 }
@@ -598,7 +597,10 @@ pub fn plan(
                 && n >= tuning.panel_fold_min_n
                 && n * panel::NB * 4 + fold_bytes + panel::FOLD_STATIC_BYTES
                     <= device.smem_per_block_optin;
-            if let Some(threads) = tuning.reg_panel_threads_for(n) {
+            // The register panel has no fold, and where the fold applies
+            // (few matrices of a few hundred rows) the folding shared-memory
+            // panel was faster (table "register panel", session 15).
+            if let (false, Some(threads)) = (p.panel.fold, tuning.reg_panel_threads_for(n)) {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
             }
@@ -664,7 +666,6 @@ pub fn plan(
         && device.driver_version >= 11070
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
-        && p.panel.rows_per_thread == 0
         && (!p.panel.checks_aside || tuning.graphs_beside_checks);
     Ok(p)
 }
@@ -757,8 +758,10 @@ mod tests {
                 .corner
                 .is_none()
         );
+        // Corners follow shared-memory panels only.
         let t = Tuning {
             corner_max_n: 64,
+            reg_panel_rows_per_thread: 0,
             ..Tuning::default()
         };
         let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
@@ -779,6 +782,7 @@ mod tests {
         assert!(blocked(64).panel.corner.is_none());
         let wide = Tuning {
             corner_max_n: 160,
+            reg_panel_rows_per_thread: 0,
             ..Tuning::default()
         };
         assert_eq!(at(40, 352, &wide).panel.corner.unwrap().n, 160);
@@ -800,7 +804,10 @@ mod tests {
         assert_eq!(at(40, 512).strategy, Strategy::Blocked);
         assert_eq!(at(20, 1024).strategy, Strategy::Cluster);
         assert_eq!(at(640, 512).strategy, Strategy::Blocked);
-        assert_eq!(at(640, 512).panel.rows_per_thread, 0);
+        assert_eq!(at(640, 512).panel.rows_per_thread, 2);
+        assert_eq!(at(640, 512).panel.threads, 256);
+        assert_eq!(at(60, 1024).panel.rows_per_thread, 2);
+        assert_eq!(at(40, 352).panel.rows_per_thread, 0);
         assert_eq!(at(640, 512).panel.tensor_warps, 4);
         assert_eq!(at(60, 1024).panel.tensor_warps, 8);
         assert_eq!(at(2, 4096).panel.tensor_warps, 8);
@@ -972,8 +979,10 @@ mod tests {
     #[test]
     fn plan_defines_are_the_ones_the_sources_check() {
         let d = h200();
+        // Without the fold, which keeps the shared-memory panel.
         let t = Tuning {
             reg_panel_rows_per_thread: 2,
+            panel_fold: false,
             ..Tuning::default()
         };
         for (n, s, src) in [

@@ -60,8 +60,15 @@ pub struct Tuning {
     pub tensor_trailing: bool,
     /// `blocked` and `cluster` paths: panel rows each thread of the
     /// register-resident panel kernel holds; 0 keeps the shared-memory panel
-    /// kernel, which the H200 measured faster on every benchmark case (table
-    /// "register panel": geomean 3.97 ms with 0, 6.30 ms with 2, 8.38 ms with 1).
+    /// kernel, which folding plans keep anyway. 2: on the H200 (session 15,
+    /// docs/perf/qr-gpu.md, table "register panel"), shared-memory panel
+    /// against 1 / 2 rows per thread, us: 640 x 512 5483.5 / 5848.8 /
+    /// 5226.4, 60 x 1024 4138.7 / 3943.5 / 3816.7, 8 x 2048 (cluster)
+    /// 6650.9 / 6705.8 / 6481.8, 2 x 4096 (cluster) 16198.8 / 15875.6 /
+    /// 14341.1; the folding plans 40 x 176 226.4 / 235.3 / 267.3 and
+    /// 40 x 352 592.7 / 577.5 / 605.1 keep the shared-memory panel. (Session
+    /// 4's contrary figures were measured with the butterfly's values in
+    /// local memory.)
     pub reg_panel_rows_per_thread: u32,
     /// Largest block of the register-resident panel kernel; taller panels
     /// take the shared-memory kernel. Table "register panel".
@@ -274,7 +281,7 @@ impl Default for Tuning {
             cluster_min_rows: 64,
             cluster_blocks_per_sm: 2,
             tensor_trailing: true,
-            reg_panel_rows_per_thread: 0,
+            reg_panel_rows_per_thread: 2,
             reg_panel_max_threads: 512,
             tensor_prefetch: false,
             cluster_push_meet: true,

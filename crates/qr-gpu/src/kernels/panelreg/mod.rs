@@ -2,7 +2,7 @@
 //! and `cluster` paths (`rows_per_thread` panel rows per thread, one block
 //! or one thread-block cluster per matrix).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::panel::PanelBuffers;
@@ -34,12 +34,26 @@ pub(crate) fn capacity(threads: u32, rows_per_thread: u32) -> usize {
     threads as usize * rows_per_thread as usize
 }
 
+/// Block size for a panel of `rows` rows, one block per matrix: the rows
+/// over `rows_per_thread`, rounded up to whole pairs of warps, at most
+/// `max_threads` (the plan's block, sized for the first panel). Every warp
+/// pays the same per-reflector shuffles whatever rows it holds, so later,
+/// shorter panels take smaller blocks.
+pub(crate) fn threads_for_rows(rows: usize, rows_per_thread: u32, max_threads: u32) -> u32 {
+    let t = rows
+        .div_ceil(rows_per_thread.max(1) as usize)
+        .next_multiple_of(64);
+    (t.max(64) as u32).min(max_threads)
+}
+
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
-/// mats`, one block per matrix (`cluster` 0) or a cluster of `cluster`
-/// blocks per matrix splitting the panel's rows.
+/// mats` on `stream`, one block per matrix (`cluster` 0; blocks of
+/// `threads_for_rows`) or a cluster of `cluster` blocks of `threads` per
+/// matrix splitting the panel's rows.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
+    stream: &CudaStream,
     threads: u32,
     rows_per_thread: u32,
     cluster: u32,
@@ -52,6 +66,11 @@ pub(crate) fn launch(
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
     let chunk = (n - p).div_ceil(groups as usize);
+    let threads = if cluster == 0 {
+        threads_for_rows(chunk, rows_per_thread, threads)
+    } else {
+        threads
+    };
     if chunk > capacity(threads, rows_per_thread) {
         return Err(QrError::Unsupported {
             message: format!(
@@ -67,8 +86,10 @@ pub(crate) fn launch(
         shared_mem_bytes: 0,
     };
     let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
-    let mut b = engine.stream().launch_builder(&f);
+    let mut b = stream.launch_builder(&f);
     b.arg(&buf.h)
+        .arg(&buf.src)
+        .arg(&buf.zcol)
         .arg(&buf.v)
         .arg(&buf.t)
         .arg(&buf.tau)
@@ -77,11 +98,38 @@ pub(crate) fn launch(
         .arg(&w)
         .arg(&m0);
     // SAFETY: the buffers are sized for the whole batch by the workspace
-    // (h: batch*n*n, v: batch*n*NB, t: batch*NB*NB, tau: batch*n); blocks
+    // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
+    // tau: batch*n); blocks
     // (g, b) touch only matrix mat0 + b, which lies in the batch (mats is at
     // most the grid's y limit, as the caller splits launches), and each
     // chunk fits its block (checked above). The kernel's compile-time
     // cluster size equals the grid's x extent, so a cluster is one matrix.
     unsafe { b.launch(cfg) }.ctx("launching panelreg_factor_f32")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_shrink_with_the_panel_in_warp_pairs() {
+        assert_eq!(threads_for_rows(512, 2, 256), 256);
+        assert_eq!(threads_for_rows(480, 2, 256), 256);
+        assert_eq!(threads_for_rows(384, 2, 256), 192);
+        assert_eq!(threads_for_rows(352, 1, 512), 384);
+        assert_eq!(threads_for_rows(32, 2, 256), 64);
+        assert_eq!(threads_for_rows(20, 1, 32), 32);
+        for rows in 1..=1024usize {
+            for rpt in [1u32, 2, 4] {
+                let max = rows.div_ceil(rpt as usize).max(32).next_power_of_two() as u32;
+                let t = threads_for_rows(rows, rpt, max);
+                assert!(
+                    capacity(t, rpt) >= rows,
+                    "{rows} rows, {rpt} per thread: {t}"
+                );
+                assert!(t % 32 == 0 && t <= max);
+            }
+        }
+    }
 }

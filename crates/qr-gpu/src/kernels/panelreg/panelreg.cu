@@ -14,14 +14,19 @@
 // warp-level transposing butterfly (31 shuffles) leaves column c's warp sum
 // in lane c, the warps' sums meet in shared memory, and with PREG_CLUSTER
 // > 0 the blocks' sums meet through distributed shared memory behind one
-// cluster barrier. Per reflector: two block barriers (plus one cluster
-// barrier), then every thread updates its rows.
+// cluster barrier. A block alone (PREG_CLUSTER 0) meets once per reflector
+// and every thread forms the reflector in float32 (panel.cu's one-barrier
+// loop); a cluster meets twice per reflector and warp 0 forms it in double.
 //
 // Numerics are panel.cu's: the panel is scaled by a power of two into
-// [0.5, 1); sums are float32 per thread and warp and double across warps and
-// blocks, in a fixed order (every block forms the same reflector, every run
-// the same bits); a reflector whose scaled ||x[1..]||^2 falls below
-// PREG_TINY while x[1..] is not exactly zero has its sums redone in double.
+// [0.5, 1); sums are float32 per thread and warp, across warps in float32
+// (alone) or double (clusters), in a fixed order (every block forms the same
+// reflector, every run the same bits); a reflector whose scaled
+// ||x[1..]||^2 falls below PREG_TINY has its sums redone in double.
+//
+// Input: the panel is read from `src` (h itself, or the caller's input for
+// the first panel of an out-of-place factorization) and written to h; a
+// panel at or right of zcol[m] (in place) only writes tau = 0.
 // Outputs are panel.cu's: H's panel, tau, the explicit unit-lower V (zero
 // padded to 32 columns) and the 32 x 32 upper-triangular T of LAPACK's larft
 // (forward, columnwise).
@@ -59,21 +64,33 @@
 #define PREG_CLUSTER_ATTR
 #endif
 
+// One halving step of preg_transpose_sum: lanes whose bit `H` is set keep
+// v[H..2H) and send v[0..H), the others the reverse; v[c] becomes the kept
+// value plus the partner's. A template bound: as a loop over `half >>= 1`,
+// NVRTC 13.5 left the steps rolled and put v in local memory (a 128-byte
+// stack frame and 64 local accesses per reflector, session 15; the session 4
+// measurements of this kernel paid for them).
+template <int H>
+__device__ __forceinline__ void preg_transpose_step(float (&v)[PREG_NB], int lane) {
+    const bool up = (lane & H) != 0;
+#pragma unroll
+    for (int c = 0; c < H; ++c) {
+        const float send = up ? v[c] : v[c + H];
+        const float keep = up ? v[c + H] : v[c];
+        v[c] = keep + __shfl_xor_sync(0xffffffffu, send, H);
+    }
+}
+
 // On entry every lane holds v[0..32); on return lane c holds the warp's sum of
 // v[c]. Each halving step trades the half of the values the partner keeps, so
 // 16 + 8 + 4 + 2 + 1 shuffles replace 32 separate warp reductions. The order of
 // the additions is fixed, so every run gets the same bits.
 __device__ __forceinline__ float preg_transpose_sum(float (&v)[PREG_NB], int lane) {
-#pragma unroll
-    for (int half = 16; half >= 1; half >>= 1) {
-        const bool up = (lane & half) != 0;
-#pragma unroll
-        for (int c = 0; c < half; ++c) {
-            const float send = up ? v[c] : v[c + half];
-            const float keep = up ? v[c + half] : v[c];
-            v[c] = keep + __shfl_xor_sync(0xffffffffu, send, half);
-        }
-    }
+    preg_transpose_step<16>(v, lane);
+    preg_transpose_step<8>(v, lane);
+    preg_transpose_step<4>(v, lane);
+    preg_transpose_step<2>(v, lane);
+    preg_transpose_step<1>(v, lane);
     return v[0];
 }
 
@@ -97,6 +114,53 @@ __device__ __forceinline__ float preg_pick(const float (&row)[PREG_NB], int c) {
 #pragma unroll
     for (int q = 0; q < PREG_NB; ++q) x = q == c ? row[q] : x;
     return x;
+}
+
+struct alignas(16) preg_f4 {
+    float x[4];
+};
+
+// The registers move one slot left (slot 0 to slot 31): a compile-time
+// renaming of every slot, so each step's pivot is slot 0.
+__device__ __forceinline__ void preg_rotate(float (&a)[PREG_RPT][PREG_NB]) {
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const float t = a[k][0];
+#pragma unroll
+        for (int c = 0; c + 1 < PREG_NB; ++c) a[k][c] = a[k][c + 1];
+        a[k][PREG_NB - 1] = t;
+    }
+}
+
+// Reflector r's sums of the warp (one-barrier loop, slot 0 the pivot
+// column): lane c gets the sum over the warp's rows below r of
+// x * A[., slot c], x = slot 0, in a fixed order.
+__device__ __forceinline__ void preg_dots(const float (&a)[PREG_RPT][PREG_NB], int r, int tid,
+                                          int rows, int lane, float* out) {
+    float part[PREG_NB];
+#pragma unroll
+    for (int c = 0; c < PREG_NB; ++c) part[c] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const int lr = tid + k * PREG_THREADS;
+        const float x = lr > r && lr < rows ? a[k][0] : 0.0f;
+#pragma unroll
+        for (int c = 0; c < PREG_NB; ++c) part[c] = fmaf(x, a[k][c], part[c]);
+    }
+    out[lane] = preg_transpose_sum(part, lane);
+}
+
+// A row's 32 slots into shared memory, 16 bytes at a time.
+__device__ __forceinline__ void preg_publish(const float (&row)[PREG_NB], float* dst) {
+#pragma unroll
+    for (int c = 0; c < PREG_NB; c += 4) {
+        preg_f4 q4;
+        q4.x[0] = row[c];
+        q4.x[1] = row[c + 1];
+        q4.x[2] = row[c + 2];
+        q4.x[3] = row[c + 3];
+        *reinterpret_cast<preg_f4*>(dst + c) = q4;
+    }
 }
 
 // Where the blocks of one matrix meet (cluster only): two slots, so that a
@@ -165,9 +229,9 @@ __device__ __forceinline__ void preg_reflector(int r, int lane, int slot_c, floa
 }
 
 extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
-    panelreg_factor_f32(float* __restrict__ h, float* __restrict__ vbuf,
-                        float* __restrict__ tbuf, float* __restrict__ tau, int n, int p, int w,
-                        int mat0) {
+    panelreg_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
+                        float* __restrict__ vbuf, float* __restrict__ tbuf,
+                        float* __restrict__ tau, int n, int p, int w, int mat0) {
     __shared__ double red[PREG_WARPS][PREG_NB];
     __shared__ double red2[PREG_WARPS][PREG_NB];
     __shared__ u32 nonzero[PREG_WARPS];
@@ -188,16 +252,26 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     const int r0 = min(nrow, g * chunk);
     const int rows = min(nrow, r0 + chunk) - r0;
     float* hm = h + (long long)m * n * n + (long long)p * n + p;
+    // The panel is read from `src` (h itself, or the input on the first
+    // panel of an out-of-place factorization) and written to h.
+    const float* sm = src + (long long)m * n * n + (long long)p * n + p;
+    // Columns from zcol[m] on are zero in the input and stay zero: such a
+    // panel's factorization is tau = 0 and nothing else (panel.cu's rule;
+    // the same for every block of the matrix).
+    const bool zero_panel = src == h && p >= zcol[m];
+#if PREG_CLUSTER > 0
     int slot = 0;
+#endif
 
     // Whole 16-byte row pieces when every panel row is 16-byte aligned.
-    const bool vec = w == PREG_NB && (n & 3) == 0 && ((unsigned long long)hm & 15) == 0;
+    const bool vec = w == PREG_NB && (n & 3) == 0 && ((unsigned long long)hm & 15) == 0 &&
+                     ((unsigned long long)sm & 15) == 0;
     float a[PREG_RPT][PREG_NB];
     float amax = 0.0f;
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS;
-        const float* row = hm + (long long)(r0 + lr) * n;
+        const float* row = sm + (long long)(r0 + lr) * n;
         if (vec && lr < rows) {
 #pragma unroll
             for (int c = 0; c < PREG_NB; c += 4)
@@ -208,6 +282,10 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         }
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) amax = fmaxf(amax, fabsf(a[k][c]));
+    }
+    if (zero_panel) {  // uniform over the matrix's blocks: no barrier is left waiting
+        if (g == 0 && tid < w) tau[(long long)m * n + p + tid] = 0.0f;
+        return;
     }
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) wmax[warp] = amax;
@@ -230,6 +308,128 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) a[k][c] = ldexpf(a[k][c], -ex);
 
+#if PREG_CLUSTER == 0
+    // A block alone: one barrier per reflector, as panel.cu's one-barrier
+    // loop. The pass that updates the rows for reflector r also forms
+    // reflector r + 1's per-warp sums (slot c: column r + 1 + c) and the
+    // thread holding row r + 1 publishes it; after the barrier every thread
+    // adds the warps' sums for its lane's slot and forms the reflector
+    // itself, in float32 from the scaled panel (double where the norm is
+    // tiny), so nothing else waits for one warp. A warp shares its lanes'
+    // row coefficients w_c through its own slice of shared memory.
+    // Registers rotate one slot per step as in the cluster loop below.
+    {
+        __shared__ float redf[2][PREG_WARPS][PREG_NB];
+        __shared__ __attribute__((aligned(16))) float rowf[2][PREG_NB];
+        __shared__ __attribute__((aligned(16))) float wsh[PREG_WARPS][PREG_NB];
+        preg_dots(a, 0, tid, rows, lane, redf[0][warp]);
+        if (tid == 0) preg_publish(a[0], rowf[0]);
+        // Two steps per iteration: the second step's slots are the first's
+        // renamed, so the registers move once per two steps (NVRTC 13.5,
+        // 256 threads x 2 rows: 455 instructions a step against 593).
+#pragma unroll 2
+        for (int r = 0; r < w; ++r) {
+            const int par = r & 1;
+            __syncthreads();  // redf[par]: reflector r's sums; rowf[par]: row r
+            float xs[PREG_WARPS];
+#pragma unroll
+            for (int q = 0; q < PREG_WARPS; ++q) xs[q] = redf[par][q][lane];
+            const float rv = rowf[par][lane];
+            const float alpha = __shfl_sync(0xffffffffu, rv, 0);
+            const int col = (r + lane) & (PREG_NB - 1);  // this lane's slot's column
+            const int lim = w - r;  // slots 1 .. lim - 1: the columns the reflector updates
+            const float tlf = pairwise_sum_f32(xs);
+            const float trf = __shfl_sync(0xffffffffu, tlf, 0);
+            float wc, fs, beta;
+            double sc;
+            bool fast;
+            if (trf >= (float)PREG_TINY) {  // the same in every thread: uniform
+                const ReflectorF32 rf = scaled_reflector_f32(alpha, trf);
+                const float vta = fmaf(rf.scale, tlf, rv);
+                wc = lane >= 1 && lane < lim ? rf.tau * vta : 0.0f;
+                if (warp == 0) {
+                    gram[col][r] = col < r ? (double)vta : 0.0;
+                    if (lane == 0) taus[r] = rf.tau;
+                }
+                fs = rf.scale;
+                sc = (double)rf.scale;
+                beta = rf.beta;
+                fast = true;
+            } else {
+                // A (nearly) vanished column: its sums again in double, slot
+                // by slot (cold: rank-deficient and structured matrices).
+#pragma unroll 1
+                for (int c = 0; c < PREG_NB; ++c) {
+                    double d = 0.0;
+#pragma unroll
+                    for (int k = 0; k < PREG_RPT; ++k) {
+                        const int lr = tid + k * PREG_THREADS;
+                        const double x = lr > r && lr < rows ? (double)a[k][0] : 0.0;
+                        d = fma(x, (double)preg_pick(a[k], c), d);
+                    }
+                    d = warp_sum_f64(d);
+                    if (lane == c) red2[warp][c] = d;
+                }
+                __syncthreads();
+                double tl = 0.0;
+#pragma unroll
+                for (int q = 0; q < PREG_WARPS; ++q) tl += red2[q][lane];
+                const double tr = __shfl_sync(0xffffffffu, tl, 0);
+                const Reflector rf = make_reflector(alpha, tr);
+                const double vta = (double)rv + rf.scale * tl;
+                wc = lane >= 1 && lane < lim && rf.tau != 0.0f ? (float)((double)rf.tau * vta)
+                                                               : 0.0f;
+                if (warp == 0) {
+                    gram[col][r] = col < r ? vta : 0.0;
+                    if (lane == 0) taus[r] = rf.tau;
+                }
+                // tau = 0 leaves x as it is (v = x, panel.cu's convention).
+                sc = rf.tau == 0.0f ? 1.0 : rf.scale;
+                fs = (float)sc;
+                beta = rf.beta;
+                fast = fabs(sc) < 1.0e30;
+            }
+            wsh[warp][lane] = wc;
+            __syncwarp();
+            float wv[PREG_NB];
+#pragma unroll
+            for (int c = 0; c < PREG_NB; c += 4) {
+                const preg_f4 q4 = *reinterpret_cast<const preg_f4*>(&wsh[warp][c]);
+                wv[c] = q4.x[0];
+                wv[c + 1] = q4.x[1];
+                wv[c + 2] = q4.x[2];
+                wv[c + 3] = q4.x[3];
+            }
+#pragma unroll
+            for (int k = 0; k < PREG_RPT; ++k) {
+                const int lr = tid + k * PREG_THREADS;
+                // Rows above the pivot are final; padding rows stay zero.
+                if (lr >= r && lr < rows) {
+                    const float x = a[k][0];
+                    const float v =
+                        lr == r ? 1.0f : (fast ? x * fs : (float)((double)x * sc));
+                    // w_c is 0 outside the columns the reflector updates,
+                    // which keeps them but for the sign of a zero (-0 may
+                    // become +0: a predicate per slot cost a quarter more
+                    // instructions per step, NVRTC 13.5).
+#pragma unroll
+                    for (int c = 1; c < PREG_NB; ++c) a[k][c] = fmaf(-v, wv[c], a[k][c]);
+                    a[k][0] = lr == r ? beta : v;
+                }
+            }
+            preg_rotate(a);
+            if (r + 1 < w) {
+                preg_dots(a, r + 1, tid, rows, lane, redf[par ^ 1][warp]);
+                // Row r + 1 lies in thread r + 1's first register row.
+                if (tid == r + 1) preg_publish(a[0], rowf[par ^ 1]);
+            }
+        }
+        // Back to slot c = column c (w < 32 leaves the rotation short).
+#pragma unroll 1
+        for (int r = w; r < PREG_NB; ++r) preg_rotate(a);
+        __syncthreads();  // gram and taus complete before larft
+    }
+#else
     // Step r factors column r. The rows rotate left by one register per
     // step, so the pivot column is always register 0 and every index below
     // is a compile-time one: register c holds column (r + c) mod 32, and after
@@ -342,6 +542,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             a[k][PREG_NB - 1] = x0[k];
         }
     }
+#endif
 #if PREG_CLUSTER > 0
     // No block may leave while another can still read its shared memory.
     cluster_barrier();
