@@ -575,7 +575,9 @@ pub fn plan(
                     ),
                 });
             }
-            if shape.batch() <= device.sm_count as usize && n >= tuning.blocked_tall_panel_rows {
+            let tall =
+                shape.batch() <= device.sm_count as usize && n >= tuning.blocked_tall_panel_rows;
+            if tall {
                 p.panel.threads = tuning.blocked_tall_panel_threads;
                 p.panel.two_step |= tuning.blocked_tall_panel_two_step;
             }
@@ -597,12 +599,17 @@ pub fn plan(
                 && n >= tuning.panel_fold_min_n
                 && n * panel::NB * 4 + fold_bytes + panel::FOLD_STATIC_BYTES
                     <= device.smem_per_block_optin;
-            // The register panel has no fold, and where the fold applies
-            // (few matrices of a few hundred rows) the folding shared-memory
-            // panel was faster (table "register panel", session 15).
-            if let (false, Some(threads)) = (p.panel.fold, tuning.reg_panel_threads_for(n)) {
+            // The register panel, which has no fold: for tall panels of a
+            // block alone, with the tall panels' block size (as many rows
+            // per thread as that takes), and elsewhere where no fold
+            // applies. The folding shared-memory panel was faster below
+            // the tall panels (40 x 176), the register panel from them on
+            // (40 x 352, one row per thread; table "register panel",
+            // session 15).
+            if let Some((threads, rpt)) = tuning.reg_panel_for(n, tall, p.panel.fold) {
                 p.panel.threads = threads;
-                p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
+                p.panel.rows_per_thread = rpt;
+                p.panel.fold = false;
             }
             p.panel.two_level = p.panel.tensor_trailing
                 && p.panel.rows_per_thread == 0
@@ -730,9 +737,21 @@ mod tests {
         let d = h200();
         let t = Tuning::default();
         let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
-        assert!(at(40, 352).panel.fold);
-        assert!(at(40, 512).panel.fold);
         assert!(at(40, 176).panel.fold);
+        assert!(at(40, 240).panel.fold);
+        // Tall panels of a block alone take the register panel instead.
+        assert!(!at(40, 352).panel.fold);
+        assert!(!at(40, 512).panel.fold);
+        let smem_only = Tuning {
+            reg_panel_rows_per_thread: 0,
+            ..Tuning::default()
+        };
+        assert!(
+            plan(Shape::new(40, 352).unwrap(), &d, &smem_only, None)
+                .unwrap()
+                .panel
+                .fold
+        );
         // Too many matrices, too tall a panel, below a raised minimum.
         assert!(!at(640, 512).panel.fold);
         let from = Tuning {
@@ -807,7 +826,8 @@ mod tests {
         assert_eq!(at(640, 512).panel.rows_per_thread, 2);
         assert_eq!(at(640, 512).panel.threads, 256);
         assert_eq!(at(60, 1024).panel.rows_per_thread, 2);
-        assert_eq!(at(40, 352).panel.rows_per_thread, 0);
+        assert_eq!(at(40, 352).panel.rows_per_thread, 1);
+        assert_eq!(at(40, 176).panel.rows_per_thread, 0);
         assert_eq!(at(640, 512).panel.tensor_warps, 4);
         assert_eq!(at(60, 1024).panel.tensor_warps, 8);
         assert_eq!(at(2, 4096).panel.tensor_warps, 8);

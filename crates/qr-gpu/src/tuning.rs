@@ -320,12 +320,32 @@ impl Tuning {
     /// smallest power of two of at least 32 threads holding `n` rows, so
     /// that few variants get compiled.
     pub fn reg_panel_threads_for(&self, n: usize) -> Option<u32> {
-        let rpt = self.reg_panel_rows_per_thread as usize;
-        if rpt == 0 {
+        self.reg_panel_for(n, false, false).map(|(threads, _)| threads)
+    }
+
+    /// Block size and rows per thread of the register panel of the
+    /// `blocked` path at order `n`, or `None` for the shared-memory panel
+    /// (register panel off, a folding plan below the tall panels, more than
+    /// four rows per thread or a block's registers). `tall`: a block alone on its SM with
+    /// `blocked_tall_panel_rows` rows or more, which takes
+    /// `blocked_tall_panel_threads` threads (rounded up to a power of two)
+    /// and as many rows per thread as that needs.
+    pub fn reg_panel_for(&self, n: usize, tall: bool, fold: bool) -> Option<(u32, u32)> {
+        if self.reg_panel_rows_per_thread == 0 || (fold && !tall) {
             return None;
         }
-        let threads = n.div_ceil(rpt).max(32).next_power_of_two();
-        (threads <= self.reg_panel_max_threads.min(1024) as usize).then_some(threads as u32)
+        let rpt = if tall {
+            n.div_ceil(self.blocked_tall_panel_threads.max(32) as usize) as u32
+        } else {
+            self.reg_panel_rows_per_thread
+        };
+        let threads = n.div_ceil(rpt.max(1) as usize).max(32).next_power_of_two();
+        // The kernel budgets 32 registers per row held plus 64 (its
+        // PREG_REGS), and a block has 64 Ki registers on every architecture
+        // from sm_50 on: rows past that stay in shared memory.
+        let fits = threads * (32 * rpt as usize + 64) <= 65536;
+        (rpt <= 4 && fits && threads <= self.reg_panel_max_threads.min(1024) as usize)
+            .then_some((threads as u32, rpt))
     }
 
     /// Threads per column of the `smem` kernel for order `n`.

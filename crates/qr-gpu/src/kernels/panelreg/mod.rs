@@ -34,8 +34,8 @@ pub(crate) fn capacity(threads: u32, rows_per_thread: u32) -> usize {
     threads as usize * rows_per_thread as usize
 }
 
-/// Block size for a panel of `rows` rows, one block per matrix: the rows
-/// over `rows_per_thread`, rounded up to whole pairs of warps, at most
+/// Block size for a panel (or a cluster block's chunk) of `rows` rows: the
+/// rows over `rows_per_thread`, rounded up to whole pairs of warps, at most
 /// `max_threads` (the plan's block, sized for the first panel). Every warp
 /// pays the same per-reflector shuffles whatever rows it holds, so later,
 /// shorter panels take smaller blocks.
@@ -47,9 +47,9 @@ pub(crate) fn threads_for_rows(rows: usize, rows_per_thread: u32, max_threads: u
 }
 
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
-/// mats` on `stream`, one block per matrix (`cluster` 0; blocks of
-/// `threads_for_rows`) or a cluster of `cluster` blocks of `threads` per
-/// matrix splitting the panel's rows.
+/// mats` on `stream`, one block per matrix (`cluster` 0) or a cluster of
+/// `cluster` blocks per matrix splitting the panel's rows; blocks of
+/// `threads_for_rows` of at most `threads`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -66,11 +66,7 @@ pub(crate) fn launch(
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
     let chunk = (n - p).div_ceil(groups as usize);
-    let threads = if cluster == 0 {
-        threads_for_rows(chunk, rows_per_thread, threads)
-    } else {
-        threads
-    };
+    let threads = threads_for_rows(chunk, rows_per_thread, threads);
     if chunk > capacity(threads, rows_per_thread) {
         return Err(QrError::Unsupported {
             message: format!(

@@ -15,8 +15,9 @@
 // in lane c, the warps' sums meet in shared memory, and with PREG_CLUSTER
 // > 0 the blocks' sums meet through distributed shared memory behind one
 // cluster barrier. A block alone (PREG_CLUSTER 0) meets once per reflector
-// and every thread forms the reflector in float32 (panel.cu's one-barrier
-// loop); a cluster meets twice per reflector and warp 0 forms it in double.
+// and every thread forms the reflector (panel.cu's one-barrier loop); a
+// cluster meets twice per reflector and warp 0 forms it. Scaled reflectors
+// are formed in float32 both ways, tiny ones in double.
 //
 // Numerics are panel.cu's: the panel is scaled by a power of two into
 // [0.5, 1); sums are float32 per thread and warp, across warps in float32
@@ -211,12 +212,18 @@ __device__ __forceinline__ void preg_meet(PregMeet& mt, int& slot, int owner, do
 // Warp 0's part of step r: lane c (column c, register slot `slot_c`) turns
 // the totals `t` and the reflector row `rv` into T's Gram column, the
 // update's row vector w (by register slot; 0 for columns left of r) and the
-// reflector's tau, beta and scale.
+// reflector's tau, beta and scale. F32: a scaled reflector in float32
+// (scaled_matrix_reflector: double where the norm is tiny), as the
+// one-barrier loops form it, a shorter chain than double's square root and
+// divisions between this step's two barriers; the sums redone in double
+// keep make_reflector.
+template <bool F32>
 __device__ __forceinline__ void preg_reflector(int r, int lane, int slot_c, float rv, double t,
                                                double (*gram)[PREG_NB + 1], float* wvec,
                                                float* taus, float* betas, double* scales) {
-    const Reflector rf =
-        make_reflector(__shfl_sync(0xffffffffu, rv, r), __shfl_sync(0xffffffffu, t, r));
+    const float alpha = __shfl_sync(0xffffffffu, rv, r);
+    const double xn2 = __shfl_sync(0xffffffffu, t, r);
+    const Reflector rf = F32 ? scaled_matrix_reflector<true>(alpha, xn2) : make_reflector(alpha, xn2);
     gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
     wvec[slot_c] = (lane > r && rf.tau != 0.0f)
                        ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
@@ -484,7 +491,8 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         if (warp == 0) {
             const double x2 = __shfl_sync(0xffffffffu, t, r);
             const bool redo = x2 < PREG_TINY && any != 0;
-            if (!redo) preg_reflector(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
+            if (!redo)
+                preg_reflector<true>(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
             if (lane == 0) s_redo = redo;
         }
         __syncthreads();
@@ -507,7 +515,8 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 for (int q = 0; q < PREG_WARPS; ++q) t += red2[q][slot_c];
             }
             preg_meet(mt, slot, owner, t, any, rv);
-            if (warp == 0) preg_reflector(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
+            if (warp == 0)
+                preg_reflector<false>(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
             __syncthreads();
         }
 
