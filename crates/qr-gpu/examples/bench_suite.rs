@@ -271,6 +271,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    for min in [64u32, 128, 256] {
+        let t = Tuning {
+            reg_panel_alone_min_threads: min,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["40,352,1,dense", "60,1024,2,dense"],
+            format!("register panel alone min threads {min}"),
+            None,
+            &t,
+        );
+    }
     for th in [128u32, 256, 512, 1024] {
         let t = Tuning {
             reg_panel_rows_per_thread: 0,

@@ -275,6 +275,7 @@ pub(crate) fn factor(
                         engine,
                         panel_stream,
                         threads,
+                        plan.panel.min_threads,
                         reg_rows,
                         meeting.cluster_size(),
                         n,

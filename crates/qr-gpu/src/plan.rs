@@ -90,6 +90,10 @@ pub struct PanelPlan {
     /// Panel rows per thread of the register-resident panel kernel (one
     /// block of `threads` per matrix), 0 for the shared-memory kernel.
     pub rows_per_thread: u32,
+    /// Fewest threads of a register panel block once later panels shrink
+    /// it (`Tuning::reg_panel_alone_min_threads` on the `blocked` path with
+    /// at most one matrix per SM, else 64).
+    pub min_threads: u32,
     /// Whether the tensor-core update prefetches the next slab.
     pub tensor_prefetch: bool,
     /// Whether a cluster's panel blocks meet by remote stores and
@@ -530,6 +534,7 @@ pub fn plan(
             groups: 1,
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
             rows_per_thread: 0,
+            min_threads: 64,
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
             row_pairs: tuning.panel_row_pairs,
@@ -610,6 +615,9 @@ pub fn plan(
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = rpt;
                 p.panel.fold = false;
+                if shape.batch() <= device.sm_count as usize {
+                    p.panel.min_threads = tuning.reg_panel_alone_min_threads;
+                }
             }
             p.panel.two_level = p.panel.tensor_trailing
                 && p.panel.rows_per_thread == 0
@@ -827,6 +835,9 @@ mod tests {
         assert_eq!(at(640, 512).panel.threads, 256);
         assert_eq!(at(60, 1024).panel.rows_per_thread, 2);
         assert_eq!(at(40, 352).panel.rows_per_thread, 1);
+        assert_eq!(at(40, 352).panel.min_threads, 256);
+        assert_eq!(at(640, 512).panel.min_threads, 64);
+        assert_eq!(at(2, 4096).panel.min_threads, 64);
         assert_eq!(at(40, 176).panel.rows_per_thread, 0);
         assert_eq!(at(640, 512).panel.tensor_warps, 4);
         assert_eq!(at(60, 1024).panel.tensor_warps, 8);

@@ -73,6 +73,18 @@ pub struct Tuning {
     /// Largest block of the register-resident panel kernel; taller panels
     /// take the shared-memory kernel. Table "register panel".
     pub reg_panel_max_threads: u32,
+    /// `blocked` path with at most one matrix per SM: the fewest threads
+    /// of a register panel block when later, shorter panels shrink the
+    /// block (a multiple of 64, at most the plan's block; larger batches
+    /// and clusters take 64). A block alone on its SM is latency-bound,
+    /// and its last panels ran faster on more warps than they have rows
+    /// for. H200, session 15 (docs/perf/qr-gpu.md, table "register panel
+    /// alone min threads", `bench_suite --sweep --only "alone min
+    /// threads"`), 64 / 128 / 256, us: 40 x 352 586.6 / 569.1 / 562.2,
+    /// 60 x 1024 3845.7 / 3797.1 / 3788.1; the cluster plans, not given
+    /// it: 8 x 2048 6355.8 / 6306.8 / 6281.8, 2 x 4096 13787.7 / 13720.3 /
+    /// 14026.1.
+    pub reg_panel_alone_min_threads: u32,
     /// Tensor-core update: load the next slab before the current one's mma
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
@@ -283,6 +295,7 @@ impl Default for Tuning {
             tensor_trailing: true,
             reg_panel_rows_per_thread: 2,
             reg_panel_max_threads: 512,
+            reg_panel_alone_min_threads: 256,
             tensor_prefetch: false,
             cluster_push_meet: true,
             panel_row_pairs: false,
@@ -320,7 +333,8 @@ impl Tuning {
     /// smallest power of two of at least 32 threads holding `n` rows, so
     /// that few variants get compiled.
     pub fn reg_panel_threads_for(&self, n: usize) -> Option<u32> {
-        self.reg_panel_for(n, false, false).map(|(threads, _)| threads)
+        self.reg_panel_for(n, false, false)
+            .map(|(threads, _)| threads)
     }
 
     /// Block size and rows per thread of the register panel of the

@@ -35,26 +35,33 @@ pub(crate) fn capacity(threads: u32, rows_per_thread: u32) -> usize {
 }
 
 /// Block size for a panel (or a cluster block's chunk) of `rows` rows: the
-/// rows over `rows_per_thread`, rounded up to whole pairs of warps, at most
-/// `max_threads` (the plan's block, sized for the first panel). Every warp
+/// rows over `rows_per_thread`, rounded up to whole pairs of warps, at
+/// least `min_threads` and at most `max_threads` (the plan's block, sized
+/// for the first panel). Every warp
 /// pays the same per-reflector shuffles whatever rows it holds, so later,
 /// shorter panels take smaller blocks.
-pub(crate) fn threads_for_rows(rows: usize, rows_per_thread: u32, max_threads: u32) -> u32 {
+pub(crate) fn threads_for_rows(
+    rows: usize,
+    rows_per_thread: u32,
+    min_threads: u32,
+    max_threads: u32,
+) -> u32 {
     let t = rows
         .div_ceil(rows_per_thread.max(1) as usize)
         .next_multiple_of(64);
-    (t.max(64) as u32).min(max_threads)
+    (t.max(64).max(min_threads as usize) as u32).min(max_threads)
 }
 
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
 /// mats` on `stream`, one block per matrix (`cluster` 0) or a cluster of
 /// `cluster` blocks per matrix splitting the panel's rows; blocks of
-/// `threads_for_rows` of at most `threads`.
+/// `threads_for_rows` between `min_threads` and `threads`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
     stream: &CudaStream,
     threads: u32,
+    min_threads: u32,
     rows_per_thread: u32,
     cluster: u32,
     n: usize,
@@ -66,7 +73,7 @@ pub(crate) fn launch(
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
     let chunk = (n - p).div_ceil(groups as usize);
-    let threads = threads_for_rows(chunk, rows_per_thread, threads);
+    let threads = threads_for_rows(chunk, rows_per_thread, min_threads, threads);
     if chunk > capacity(threads, rows_per_thread) {
         return Err(QrError::Unsupported {
             message: format!(
@@ -110,16 +117,17 @@ mod tests {
 
     #[test]
     fn blocks_shrink_with_the_panel_in_warp_pairs() {
-        assert_eq!(threads_for_rows(512, 2, 256), 256);
-        assert_eq!(threads_for_rows(480, 2, 256), 256);
-        assert_eq!(threads_for_rows(384, 2, 256), 192);
-        assert_eq!(threads_for_rows(352, 1, 512), 384);
-        assert_eq!(threads_for_rows(32, 2, 256), 64);
-        assert_eq!(threads_for_rows(20, 1, 32), 32);
+        assert_eq!(threads_for_rows(512, 2, 64, 256), 256);
+        assert_eq!(threads_for_rows(480, 2, 64, 256), 256);
+        assert_eq!(threads_for_rows(384, 2, 64, 256), 192);
+        assert_eq!(threads_for_rows(352, 1, 64, 512), 384);
+        assert_eq!(threads_for_rows(32, 2, 64, 256), 64);
+        assert_eq!(threads_for_rows(32, 1, 256, 512), 256);
+        assert_eq!(threads_for_rows(20, 1, 64, 32), 32);
         for rows in 1..=1024usize {
             for rpt in [1u32, 2, 4] {
                 let max = rows.div_ceil(rpt as usize).max(32).next_power_of_two() as u32;
-                let t = threads_for_rows(rows, rpt, max);
+                let t = threads_for_rows(rows, rpt, 64, max);
                 assert!(
                     capacity(t, rpt) >= rows,
                     "{rows} rows, {rpt} per thread: {t}"
