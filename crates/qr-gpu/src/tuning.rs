@@ -59,16 +59,19 @@ pub struct Tuning {
     /// docs/perf/trailing_tc.md.
     pub tensor_trailing: bool,
     /// `blocked` and `cluster` paths: panel rows each thread of the
-    /// register-resident panel kernel holds; 0 keeps the shared-memory panel
-    /// kernel, which folding plans keep anyway. 2: on the H200 (session 15,
-    /// docs/perf/qr-gpu.md, table "register panel"), shared-memory panel
-    /// against 1 / 2 rows per thread, us: 640 x 512 5483.5 / 5848.8 /
-    /// 5226.4, 60 x 1024 4138.7 / 3943.5 / 3816.7, 8 x 2048 (cluster)
-    /// 6650.9 / 6705.8 / 6481.8, 2 x 4096 (cluster) 16198.8 / 15875.6 /
-    /// 14341.1; the folding plans 40 x 176 226.4 / 235.3 / 267.3 and
-    /// 40 x 352 592.7 / 577.5 / 605.1 keep the shared-memory panel. (Session
-    /// 4's contrary figures were measured with the butterfly's values in
-    /// local memory.)
+    /// register-resident panel kernel holds (0: the shared-memory panel
+    /// everywhere). Tall panels of a block alone (`blocked_tall_panel_rows`
+    /// and up, at most one matrix per SM) take `blocked_tall_panel_threads`
+    /// and as many rows per thread as that needs, instead of the fold;
+    /// shorter folding plans keep the folding shared-memory panel. 2: on
+    /// the H200 (session 15, docs/perf/qr-gpu.md, table "register panel"),
+    /// shared-memory panel against 1 / 2 rows per thread, us: 640 x 512
+    /// 5483.5 / 5848.8 / 5226.4, 60 x 1024 4138.7 / 3943.5 / 3816.7,
+    /// 8 x 2048 (cluster) 6650.9 / 6705.8 / 6481.8, 2 x 4096 (cluster)
+    /// 16198.8 / 15875.6 / 14341.1, 40 x 352 592.7 / 577.5 / 605.1 (hence
+    /// one row per thread for the tall panels), 40 x 176 226.4 / 235.3 /
+    /// 267.3 (hence the fold below them). Session 4's contrary figures were
+    /// measured with the butterfly's values in local memory.
     pub reg_panel_rows_per_thread: u32,
     /// Largest block of the register-resident panel kernel; taller panels
     /// take the shared-memory kernel. Table "register panel".
@@ -144,7 +147,8 @@ pub struct Tuning {
     /// the tensor-core update): each panel but the first applies the
     /// previous panel's reflectors to its own columns in its prologue
     /// (float32 FMAs), instead of a tensor-core launch of that update on the
-    /// chain between the two panels.
+    /// chain between the two panels. Shared-memory panels only: tall
+    /// panels take the register panel instead (`reg_panel_rows_per_thread`).
     pub panel_fold: bool,
     /// Smallest order that folds (`panel_fold`).
     pub panel_fold_min_n: usize,
