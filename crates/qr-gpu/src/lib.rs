@@ -12,11 +12,17 @@
 //!   the device's own architecture, header-free.
 //! - [`peers`] wraps cuSOLVER and cuBLAS's batched QR for comparison.
 //!
-//! Strategies: `smem` (whole matrix in one block's shared memory, unblocked),
-//! `blocked` (32-column compact-WY panels in shared memory, trailing update
-//! through cuBLAS SGEMM in full float32) and `large` (the same with each
-//! panel's rows split over several co-resident blocks). Norms accumulate in
-//! double, so inputs anywhere in the float32 normal range factor.
+//! Strategies: `smem` (whole matrix in one block's shared memory,
+//! unblocked); `blocked` (32-column compact-WY panels, one block per
+//! matrix, the panel in registers or in shared memory, and one fused
+//! trailing update per panel on tensor cores at float32 accuracy, tf32
+//! 3-pass split, or through cuBLAS SGEMM where the device lacks tf32
+//! `mma.sync`); `cluster` (few large matrices: each panel's rows split
+//! over a thread-block cluster that meets in distributed shared memory);
+//! and `large` (the rows split over co-resident blocks that meet through
+//! global memory). Panels and small matrices are scaled by a power of two
+//! before their norms, which are redone in double where they are tiny, so
+//! inputs anywhere in the float32 normal range factor.
 
 #![warn(missing_docs)]
 
