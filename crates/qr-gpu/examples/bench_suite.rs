@@ -271,6 +271,24 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
+    for fold in [false, true] {
+        let t = Tuning {
+            reg_panel_fold: fold,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,240,1,dense",
+                "40,352,1,dense",
+                "40,512,1,dense",
+            ],
+            format!("register panel fold {fold}"),
+            None,
+            &t,
+        );
+    }
     for min in [64u32, 128, 256] {
         let t = Tuning {
             reg_panel_alone_min_threads: min,

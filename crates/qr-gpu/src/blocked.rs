@@ -185,11 +185,13 @@ pub(crate) fn factor(
     // those columns out. The first fold reads them where the first update
     // would have: the input, out of place.
     let fold = plan.panel.fold
-        && f.is_some()
         && plan.panel.tensor_trailing
         && !two_level
         && plan.panel.corner.is_none()
-        && plan.panel.variant().effective(meeting, threads).fold;
+        && match &f {
+            Some(_) => plan.panel.variant().effective(meeting, threads).fold,
+            None => meeting == Meeting::Alone,
+        };
     let first_src = buf.src;
     // The check of the rows and columns final at mid-factorization, once
     // the step that finishes them is queued.
@@ -284,6 +286,8 @@ pub(crate) fn factor(
                         mat0,
                         mats,
                         &pbuf,
+                        fold,
+                        prev,
                     )?,
                 }
             }

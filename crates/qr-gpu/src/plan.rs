@@ -186,7 +186,12 @@ impl Plan {
             Strategy::Smem => smem::defines(self.tpc, self.rows, self.panel.float_reflector),
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
-                panelreg::defines(self.panel.threads, self.panel.rows_per_thread, cluster)
+                panelreg::defines(
+                    self.panel.threads,
+                    self.panel.rows_per_thread,
+                    cluster,
+                    self.panel.fold,
+                )
             }
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
                 self.panel.threads,
@@ -244,8 +249,13 @@ impl fmt::Display for Plan {
                 self.panel.threads,
                 if self.panel.rows_per_thread > 0 {
                     format!(
-                        " holding {} panel rows each in registers",
-                        self.panel.rows_per_thread
+                        " holding {} panel rows each in registers{}",
+                        self.panel.rows_per_thread,
+                        if self.panel.fold {
+                            ", the previous panel's update of its columns folded in"
+                        } else {
+                            ""
+                        }
                     )
                 } else {
                     let v = self
@@ -611,11 +621,23 @@ pub fn plan(
             // the tall panels (40 x 176), the register panel from them on
             // (40 x 352, one row per thread; table "register panel",
             // session 15).
-            if let Some((threads, rpt)) = tuning.reg_panel_for(n, tall, p.panel.fold) {
+            // With `reg_panel_fold`, every plan of at most one matrix per
+            // SM sizes its register panel like the tall panels and folds
+            // where the fold fits.
+            let alone = shape.batch() <= device.sm_count as usize;
+            let reg_fold = tuning.reg_panel_fold && alone;
+            if let Some((threads, rpt)) =
+                tuning.reg_panel_for(n, tall || reg_fold, p.panel.fold && !reg_fold)
+            {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = rpt;
-                p.panel.fold = false;
-                if shape.batch() <= device.sm_count as usize {
+                p.panel.fold = reg_fold
+                    && tuning.panel_fold
+                    && threads >= 64
+                    && n >= tuning.panel_fold_min_n
+                    && panelreg::fold_bytes(threads, n) + panelreg::FOLD_STATIC_BYTES
+                        <= device.smem_per_block_optin;
+                if alone {
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }
             }
@@ -773,6 +795,41 @@ mod tests {
                 .fold
         );
         assert!(!at(60, 1024).panel.fold);
+    }
+
+    #[test]
+    fn register_panel_folds_only_on_request_and_where_it_fits() {
+        let d = h200();
+        let on = Tuning {
+            reg_panel_fold: true,
+            ..Tuning::default()
+        };
+        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
+        for n in [176, 352, 512] {
+            let p = at(40, n, &on);
+            assert!(p.panel.fold && p.panel.rows_per_thread == 1, "{n}: {p}");
+            assert!(
+                p.defines()
+                    .contains(&("PREG_FOLD".to_string(), "1".to_string()))
+            );
+            assert!(p.to_string().contains("folded in"));
+        }
+        // Too tall for the fold's shared memory, too many matrices, or off.
+        assert!(!at(60, 1024, &on).panel.fold);
+        assert_eq!(at(60, 1024, &on).panel.rows_per_thread, 2);
+        assert!(!at(640, 512, &on).panel.fold);
+        let off = Tuning::default();
+        assert!(!at(40, 352, &off).panel.fold);
+        assert!(
+            at(40, 352, &off)
+                .defines()
+                .contains(&("PREG_FOLD".to_string(), "0".to_string()))
+        );
+        let no_fold = Tuning {
+            panel_fold: false,
+            ..on
+        };
+        assert!(!at(40, 352, &no_fold).panel.fold);
     }
 
     #[test]

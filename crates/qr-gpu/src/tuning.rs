@@ -88,6 +88,14 @@ pub struct Tuning {
     /// it: 8 x 2048 6355.8 / 6306.8 / 6281.8, 2 x 4096 13787.7 / 13720.3 /
     /// 14026.1.
     pub reg_panel_alone_min_threads: u32,
+    /// `blocked` path with at most one matrix per SM: the register panel
+    /// (sized like the tall panels) for every order, folding the previous
+    /// panel's update of its columns in (`qr_fold_apply`, as the folding
+    /// shared-memory panel does) where the fold's shared memory fits. Off:
+    /// written after session 15's last device call and not yet run on a
+    /// GPU; the GPU test `register_panel` and `bench_suite --sweep --only
+    /// "register panel fold"` are ready for it.
+    pub reg_panel_fold: bool,
     /// Tensor-core update: load the next slab before the current one's mma
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
@@ -300,6 +308,7 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 2,
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
+            reg_panel_fold: false,
             tensor_prefetch: false,
             cluster_push_meet: true,
             panel_row_pairs: false,

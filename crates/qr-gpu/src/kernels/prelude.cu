@@ -291,3 +291,130 @@ __device__ __forceinline__ u32 cluster_ld_u32(const void* p, u32 rank) {
     return v;
 }
 #endif
+
+// The fold of the one-barrier panels (panel.cu's PANEL_FOLD and
+// panelreg.cu's PREG_FOLD, launched with fold = 1 for every panel but the
+// first): the previous panel's update of this panel's own columns, which a
+// launch of the tensor-core update would do, runs in the panel kernel
+// first, so the chain of a few-matrix factorization has one launch per
+// panel. Over rows
+// p - 32.. of the columns p..p+w (A, the top 32 rows apart in `top`):
+//   W = V^T A (32 x 32): thread (rg, i4, c4) sums a 4 x 4 block over the
+//     rows rg, rg + G, ... (G = THREADS / 64 groups); the G partials meet
+//     in order;
+//   W2 = T^T W;
+//   A -= V W2: lane c keeps W2's column c, warps take rows.
+// V (staged in shared memory) and T are the previous panel's, from its
+// buffers; float32 FMAs throughout, a fixed order, so the bits repeat. The
+// top rows are final afterwards (R of the previous panel's rows) and go
+// straight to H; the rest is this panel's input.
+
+// The fold of a panel of `rows` rows (leading dimension LD, at least 32)
+// by a block of THREADS threads (a multiple of 64). Its scratch follows the
+// panel's rows in dynamic shared memory: V (rows + 32 rows), THREADS / 64
+// partials of W, W and W2
+// (Variant::fold_bytes and panelreg::fold_bytes on the host); `top` and
+// `tt` (T) are the caller's static arrays.
+template <int THREADS, int LD>
+__device__ __forceinline__ void qr_fold_apply(float* s, float (*top)[32], float (*tt)[33],
+                                              const float* __restrict__ vp,
+                                              const float* __restrict__ tp, const float* ap,
+                                              float* htop, int n, int rows, int w, int tid) {
+    // The panel's width, warps, row groups and loads in flight per thread.
+    constexpr int kNb = 32, kWarps = THREADS / 32, kGroups = THREADS / 64, kLoads = 8;
+    static_assert(THREADS % 64 == 0, "the fold maps its W pass onto groups of 64 threads");
+    const int lane = tid & 31, warp = tid >> 5;
+    const int all = rows + kNb;
+    float* sv = s + rows * LD;
+    float* part = sv + all * kNb;
+    float* fw = part + kGroups * kNb * kNb;
+    float* fw2 = fw + kNb * kNb;
+    // V, T and the columns, kLoads loads in flight per thread.
+    for (int e = tid; e < kNb * kNb; e += THREADS) tt[e >> 5][e & 31] = tp[e];
+    for (int base = tid; base < all * kNb; base += kLoads * THREADS) {
+        float x[kLoads], v[kLoads];
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) {
+            const int idx = base + u * THREADS, r = idx >> 5, c = idx & 31;
+            const bool in = idx < all * kNb;
+            v[u] = in ? vp[idx] : 0.0f;
+            x[u] = in && c < w ? ap[(long long)r * n + c] : 0.0f;
+        }
+#pragma unroll
+        for (int u = 0; u < kLoads; ++u) {
+            const int idx = base + u * THREADS, r = idx >> 5, c = idx & 31;
+            if (idx < all * kNb) {
+                sv[idx] = v[u];
+                if (r < kNb)
+                    top[r][c] = x[u];
+                else
+                    s[(r - kNb) * LD + c] = x[u];
+            }
+        }
+    }
+    __syncthreads();
+    {
+        const int c4 = tid & 7, i4 = (tid >> 3) & 7, rg = tid >> 6;
+        float acc[4][4];
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int c = 0; c < 4; ++c) acc[i][c] = 0.0f;
+#pragma unroll 2
+        for (int r = rg; r < all; r += kGroups) {
+            const float4 v = *reinterpret_cast<const float4*>(sv + r * kNb + 4 * i4);
+            const float* arow = r < kNb ? top[r] : s + (r - kNb) * LD;
+            const float4 a = *reinterpret_cast<const float4*>(arow + 4 * c4);
+            const float vv[4] = {v.x, v.y, v.z, v.w}, aa[4] = {a.x, a.y, a.z, a.w};
+#pragma unroll
+            for (int i = 0; i < 4; ++i)
+#pragma unroll
+                for (int c = 0; c < 4; ++c) acc[i][c] = fmaf(vv[i], aa[c], acc[i][c]);
+        }
+#pragma unroll
+        for (int i = 0; i < 4; ++i)
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+                part[rg * (kNb * kNb) + (4 * i4 + i) * kNb + 4 * c4 + c] = acc[i][c];
+    }
+    __syncthreads();
+    for (int e = tid; e < kNb * kNb; e += THREADS) {
+        float x = 0.0f;
+#pragma unroll
+        for (int g = 0; g < kGroups; ++g) x += part[g * (kNb * kNb) + e];
+        fw[e] = x;
+    }
+    __syncthreads();
+    // W2[i][c] = sum over k <= i of T[k][i] W[k][c] (T upper triangular).
+    for (int e = tid; e < kNb * kNb; e += THREADS) {
+        const int i = e >> 5, c = e & 31;
+        float x = 0.0f;
+        for (int k = 0; k <= i; ++k) x = fmaf(tt[k][i], fw[k * kNb + c], x);
+        fw2[e] = x;
+    }
+    __syncthreads();
+    {
+        float w2c[kNb];
+#pragma unroll
+        for (int i = 0; i < kNb; ++i) w2c[i] = fw2[i * kNb + lane];
+        for (int r = warp; r < all; r += kWarps) {
+            float* arow = r < kNb ? top[r] : s + (r - kNb) * LD;
+            float x = arow[lane];
+            const float4* vr = reinterpret_cast<const float4*>(sv + r * kNb);
+#pragma unroll
+            for (int q = 0; q < kNb / 4; ++q) {
+                const float4 v = vr[q];
+                x = fmaf(-v.x, w2c[4 * q], x);
+                x = fmaf(-v.y, w2c[4 * q + 1], x);
+                x = fmaf(-v.z, w2c[4 * q + 2], x);
+                x = fmaf(-v.w, w2c[4 * q + 3], x);
+            }
+            arow[lane] = x;
+        }
+    }
+    __syncthreads();
+    for (int e = tid; e < kNb * kNb; e += THREADS) {
+        const int r = e >> 5, c = e & 31;
+        if (c < w) htop[(long long)r * n + c] = top[r][c];
+    }
+}

@@ -702,125 +702,6 @@ __device__ void pair_gram(const float* s, int rows, int w, int warp, int lane,
 }
 #endif
 
-#if PANEL_FOLD
-// The fold (PANEL_FOLD, launched with fold = 1 for every panel but the
-// first): the previous panel's update of this panel's own columns, which a
-// launch of the tensor-core update did before, runs here first, so the
-// chain of a few-matrix factorization has one launch per panel. Over rows
-// p - 32.. of the columns p..p+w (A, the top 32 rows apart in `top`):
-//   W = V^T A (32 x 32): thread (rg, i4, c4) sums a 4 x 4 block over the
-//     rows rg, rg + FOLD_G, ...; the FOLD_G partials meet in order;
-//   W2 = T^T W;
-//   A -= V W2: lane c keeps W2's column c, warps take rows.
-// V (staged in shared memory) and T are the previous panel's, from its
-// buffers; float32 FMAs throughout, a fixed order, so the bits repeat. The
-// top rows are final afterwards (R of the previous panel's rows) and go
-// straight to H; the rest is this panel's input.
-#define FOLD_G (PANEL_THREADS / 64)
-
-// The fold of a panel of `rows` rows. Its scratch follows the panel's rows
-// in dynamic shared memory: V (rows + 32 rows), FOLD_G partials of W, W
-// and W2 (Variant::fold_bytes on the host); `top` and `tt` (T) are static.
-__device__ __forceinline__ void fold_apply(float* s, float (*top)[PANEL_NB], float (*tt)[PANEL_NB + 1],
-                                           const float* __restrict__ vp,
-                                           const float* __restrict__ tp, const float* ap,
-                                           float* htop, int n, int rows, int w, int tid) {
-    const int lane = tid & 31, warp = tid >> 5;
-    const int all = rows + PANEL_NB;
-    float* sv = s + rows * PANEL_LD;
-    float* part = sv + all * PANEL_NB;
-    float* fw = part + FOLD_G * PANEL_NB * PANEL_NB;
-    float* fw2 = fw + PANEL_NB * PANEL_NB;
-    // V, T and the columns, PANEL_LOADS loads in flight per thread.
-    for (int e = tid; e < PANEL_NB * PANEL_NB; e += PANEL_THREADS) tt[e >> 5][e & 31] = tp[e];
-    for (int base = tid; base < all * PANEL_NB; base += PANEL_LOADS * PANEL_THREADS) {
-        float x[PANEL_LOADS], v[PANEL_LOADS];
-#pragma unroll
-        for (int u = 0; u < PANEL_LOADS; ++u) {
-            const int idx = base + u * PANEL_THREADS, r = idx >> 5, c = idx & 31;
-            const bool in = idx < all * PANEL_NB;
-            v[u] = in ? vp[idx] : 0.0f;
-            x[u] = in && c < w ? ap[(long long)r * n + c] : 0.0f;
-        }
-#pragma unroll
-        for (int u = 0; u < PANEL_LOADS; ++u) {
-            const int idx = base + u * PANEL_THREADS, r = idx >> 5, c = idx & 31;
-            if (idx < all * PANEL_NB) {
-                sv[idx] = v[u];
-                if (r < PANEL_NB)
-                    top[r][c] = x[u];
-                else
-                    s[(r - PANEL_NB) * PANEL_LD + c] = x[u];
-            }
-        }
-    }
-    __syncthreads();
-    {
-        const int c4 = tid & 7, i4 = (tid >> 3) & 7, rg = tid >> 6;
-        float acc[4][4];
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int c = 0; c < 4; ++c) acc[i][c] = 0.0f;
-#pragma unroll 2
-        for (int r = rg; r < all; r += FOLD_G) {
-            const float4 v = *reinterpret_cast<const float4*>(sv + r * PANEL_NB + 4 * i4);
-            const float* arow = r < PANEL_NB ? top[r] : s + (r - PANEL_NB) * PANEL_LD;
-            const float4 a = *reinterpret_cast<const float4*>(arow + 4 * c4);
-            const float vv[4] = {v.x, v.y, v.z, v.w}, aa[4] = {a.x, a.y, a.z, a.w};
-#pragma unroll
-            for (int i = 0; i < 4; ++i)
-#pragma unroll
-                for (int c = 0; c < 4; ++c) acc[i][c] = fmaf(vv[i], aa[c], acc[i][c]);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i)
-#pragma unroll
-            for (int c = 0; c < 4; ++c)
-                part[rg * (PANEL_NB * PANEL_NB) + (4 * i4 + i) * PANEL_NB + 4 * c4 + c] = acc[i][c];
-    }
-    __syncthreads();
-    for (int e = tid; e < PANEL_NB * PANEL_NB; e += PANEL_THREADS) {
-        float x = 0.0f;
-#pragma unroll
-        for (int g = 0; g < FOLD_G; ++g) x += part[g * (PANEL_NB * PANEL_NB) + e];
-        fw[e] = x;
-    }
-    __syncthreads();
-    // W2[i][c] = sum over k <= i of T[k][i] W[k][c] (T upper triangular).
-    for (int e = tid; e < PANEL_NB * PANEL_NB; e += PANEL_THREADS) {
-        const int i = e >> 5, c = e & 31;
-        float x = 0.0f;
-        for (int k = 0; k <= i; ++k) x = fmaf(tt[k][i], fw[k * PANEL_NB + c], x);
-        fw2[e] = x;
-    }
-    __syncthreads();
-    {
-        float w2c[PANEL_NB];
-#pragma unroll
-        for (int i = 0; i < PANEL_NB; ++i) w2c[i] = fw2[i * PANEL_NB + lane];
-        for (int r = warp; r < all; r += PANEL_WARPS) {
-            float* arow = r < PANEL_NB ? top[r] : s + (r - PANEL_NB) * PANEL_LD;
-            float x = arow[lane];
-            const float4* vr = reinterpret_cast<const float4*>(sv + r * PANEL_NB);
-#pragma unroll
-            for (int q = 0; q < PANEL_NB / 4; ++q) {
-                const float4 v = vr[q];
-                x = fmaf(-v.x, w2c[4 * q], x);
-                x = fmaf(-v.y, w2c[4 * q + 1], x);
-                x = fmaf(-v.z, w2c[4 * q + 2], x);
-                x = fmaf(-v.w, w2c[4 * q + 3], x);
-            }
-            arow[lane] = x;
-        }
-    }
-    __syncthreads();
-    for (int e = tid; e < PANEL_NB * PANEL_NB; e += PANEL_THREADS) {
-        const int r = e >> 5, c = e & 31;
-        if (c < w) htop[(long long)r * n + c] = top[r][c];
-    }
-}
-#endif
 
 extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, PANEL_MIN_BLOCKS)
     panel_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
@@ -876,7 +757,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     if (fold && !zero_panel) {
         __shared__ __attribute__((aligned(16))) float top[PANEL_NB][PANEL_NB];
         __shared__ float tt[PANEL_NB][PANEL_NB + 1];
-        fold_apply(s, top, tt, vprev + (long long)m * n * PANEL_NB,
+        qr_fold_apply<PANEL_THREADS, PANEL_LD>(s, top, tt, vprev + (long long)m * n * PANEL_NB,
                    tprev + (long long)m * PANEL_NB * PANEL_NB, sm - (long long)PANEL_NB * n,
                    hm - (long long)PANEL_NB * n, n, rows, w, tid);
         for (int idx = tid; idx < rows * PANEL_NB; idx += PANEL_THREADS)

@@ -5,7 +5,7 @@
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
-use super::panel::PanelBuffers;
+use super::panel::{NB, PanelBuffers};
 use super::{KernelSource, grid_dim};
 use crate::engine::Engine;
 use crate::error::DriverContext;
@@ -16,17 +16,40 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panelreg",
     source: concat!(include_str!("../prelude.cu"), include_str!("panelreg.cu")),
     entries: &[FACTOR],
-    defines: &["PREG_THREADS", "PREG_RPT", "PREG_CLUSTER"],
+    defines: &["PREG_THREADS", "PREG_RPT", "PREG_CLUSTER", "PREG_FOLD"],
 };
 
 /// The `-D` defines for blocks of `threads` holding `rows_per_thread` rows
-/// each, `cluster` blocks per matrix (0: one block, no cluster).
-pub(crate) fn defines(threads: u32, rows_per_thread: u32, cluster: u32) -> Vec<(String, String)> {
+/// each, `cluster` blocks per matrix (0: one block, no cluster), with the
+/// fold compiled in when `fold` (a block alone only).
+pub(crate) fn defines(
+    threads: u32,
+    rows_per_thread: u32,
+    cluster: u32,
+    fold: bool,
+) -> Vec<(String, String)> {
     vec![
         ("PREG_THREADS".to_string(), threads.to_string()),
         ("PREG_RPT".to_string(), rows_per_thread.to_string()),
         ("PREG_CLUSTER".to_string(), cluster.to_string()),
+        (
+            "PREG_FOLD".to_string(),
+            u8::from(fold && cluster == 0).to_string(),
+        ),
     ]
+}
+
+/// Static shared memory of a folding register panel block, rounded up
+/// (NVRTC 13.5, sm_90: 27,456 bytes at 512 threads): the planner's bound,
+/// with `fold_bytes`, on a block's shared memory.
+pub(crate) const FOLD_STATIC_BYTES: usize = 32 << 10;
+
+/// Dynamic shared memory of a folding launch over `rows` rows in blocks of
+/// `threads`: the rows themselves, then the fold's V over `rows + 32` rows,
+/// a 32 x 32 partial per 64 threads, W and W2 (`qr_fold_apply`).
+pub(crate) fn fold_bytes(threads: u32, rows: usize) -> usize {
+    let partials = (threads as usize / 64 + 2) * NB * NB;
+    (rows * NB + (rows + NB) * NB + partials) * std::mem::size_of::<f32>()
 }
 
 /// Rows one block holds.
@@ -55,7 +78,10 @@ pub(crate) fn threads_for_rows(
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
 /// mats` on `stream`, one block per matrix (`cluster` 0) or a cluster of
 /// `cluster` blocks per matrix splitting the panel's rows; blocks of
-/// `threads_for_rows` between `min_threads` and `threads`.
+/// `threads_for_rows` between `min_threads` and `threads`. With `fold` (a
+/// plan that folds, blocks alone) and `prev` (the previous panel's V and T
+/// buffers), the previous panel's reflectors are applied to these columns
+/// first.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -70,6 +96,8 @@ pub(crate) fn launch(
     mat0: usize,
     mats: usize,
     buf: &PanelBuffers,
+    fold: bool,
+    prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
     let chunk = (n - p).div_ceil(groups as usize);
@@ -82,12 +110,26 @@ pub(crate) fn launch(
             ),
         });
     }
-    let f = engine.function(&SOURCE, &defines(threads, rows_per_thread, cluster), FACTOR)?;
+    // The fold maps its W pass onto groups of 64 threads (PREG_FOLD).
+    let fold = fold && cluster == 0 && threads % 64 == 0;
+    let f = engine.function(
+        &SOURCE,
+        &defines(threads, rows_per_thread, cluster, fold),
+        FACTOR,
+    )?;
+    // This launch folds when the plan does and a previous panel exists.
+    let folds = fold && p >= NB && prev.is_some();
+    let bytes = if folds { fold_bytes(threads, chunk) } else { 0 };
+    if folds {
+        super::raise_dynamic_smem(&f, bytes, FACTOR)?;
+    }
     let cfg = LaunchConfig {
         grid_dim: (groups, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),
-        shared_mem_bytes: 0,
+        shared_mem_bytes: bytes as u32,
     };
+    let (vprev, tprev) = prev.filter(|_| folds).unwrap_or((0, 0));
+    let fold_i = i32::from(folds);
     let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
     let mut b = stream.launch_builder(&f);
     b.arg(&buf.h)
@@ -99,10 +141,15 @@ pub(crate) fn launch(
         .arg(&n)
         .arg(&p)
         .arg(&w)
-        .arg(&m0);
+        .arg(&m0)
+        .arg(&vprev)
+        .arg(&tprev)
+        .arg(&fold_i);
     // SAFETY: the buffers are sized for the whole batch by the workspace
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
-    // tau: batch*n); blocks
+    // tau: batch*n; a fold's vprev and tprev are buffers of v's and t's
+    // sizes, and the dynamic shared memory holds the fold's rows and
+    // scratch as qr_fold_apply expects); blocks
     // (g, b) touch only matrix mat0 + b, which lies in the batch (mats is at
     // most the grid's y limit, as the caller splits launches), and each
     // chunk fits its block (checked above). The kernel's compile-time

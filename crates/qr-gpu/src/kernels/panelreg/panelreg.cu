@@ -27,7 +27,10 @@
 //
 // Input: the panel is read from `src` (h itself, or the caller's input for
 // the first panel of an out-of-place factorization) and written to h; a
-// panel at or right of zcol[m] (in place) only writes tau = 0.
+// panel at or right of zcol[m] (in place) only writes tau = 0. With
+// PREG_FOLD and `fold` (every panel but the first), a block alone first
+// applies the previous panel's reflectors (`vprev`, `tprev`) to its
+// columns, as panel.cu's fold does.
 // Outputs are panel.cu's: H's panel, tau, the explicit unit-lower V (zero
 // padded to 32 columns) and the 32 x 32 upper-triangular T of LAPACK's larft
 // (forward, columnwise).
@@ -42,6 +45,12 @@
 #endif
 #ifndef PREG_CLUSTER
 #error "PREG_CLUSTER (blocks per thread-block cluster, 0 for one block per matrix) must be defined by the plan"
+#endif
+#ifndef PREG_FOLD
+#error "PREG_FOLD (1: a block alone may first apply the previous panel's reflectors to its columns) must be defined by the plan"
+#endif
+#if PREG_FOLD && (PREG_CLUSTER > 0 || PREG_THREADS % 64 != 0)
+#error "PREG_FOLD needs a block alone (PREG_CLUSTER 0) of a multiple of 64 threads"
 #endif
 #define PREG_NB 32
 #define PREG_WARPS (PREG_THREADS / 32)
@@ -238,7 +247,9 @@ __device__ __forceinline__ void preg_reflector(int r, int lane, int slot_c, floa
 extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
     panelreg_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
                         float* __restrict__ vbuf, float* __restrict__ tbuf,
-                        float* __restrict__ tau, int n, int p, int w, int mat0) {
+                        float* __restrict__ tau, int n, int p, int w, int mat0,
+                        const float* __restrict__ vprev, const float* __restrict__ tprev,
+                        int fold) {
     __shared__ double red[PREG_WARPS][PREG_NB];
     __shared__ double red2[PREG_WARPS][PREG_NB];
     __shared__ u32 nonzero[PREG_WARPS];
@@ -275,6 +286,31 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                      ((unsigned long long)sm & 15) == 0;
     float a[PREG_RPT][PREG_NB];
     float amax = 0.0f;
+#if PREG_FOLD
+    // The fold (qr_fold_apply, prelude.cu): the previous panel's update of
+    // these columns over rows p - 32.., in the dynamic shared memory, which
+    // then holds this panel's rows (leading dimension 32) for the
+    // registers; the 32 rows above are final and written to H. fold and
+    // zero_panel are uniform over the block.
+    if (fold && !zero_panel) {
+        extern __shared__ __attribute__((aligned(16))) float pdyn[];
+        __shared__ __attribute__((aligned(16))) float ftop[PREG_NB][PREG_NB];
+        __shared__ float ftt[PREG_NB][PREG_NB + 1];
+        qr_fold_apply<PREG_THREADS, PREG_NB>(
+            pdyn, ftop, ftt, vprev + (long long)m * n * PREG_NB,
+            tprev + (long long)m * PREG_NB * PREG_NB, sm - (long long)PREG_NB * n,
+            hm - (long long)PREG_NB * n, n, rows, w, tid);
+#pragma unroll
+        for (int k = 0; k < PREG_RPT; ++k) {
+            const int lr = tid + k * PREG_THREADS;
+#pragma unroll
+            for (int c = 0; c < PREG_NB; ++c) {
+                a[k][c] = lr < rows ? pdyn[lr * PREG_NB + c] : 0.0f;
+                amax = fmaxf(amax, fabsf(a[k][c]));
+            }
+        }
+    } else
+#endif
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS;
