@@ -160,7 +160,7 @@ impl GpuBackend {
 
     fn run(&self, shape: Shape, ops: Operands) -> Result<(), QrError> {
         let plan = self.plan(shape)?;
-        factor::geqrf(&self.engine, &plan, shape, ops.a, ops.h, ops.tau, ops.info)
+        factor::geqrf(&self.engine, &plan, shape, ops)
     }
 
     /// Copies device outputs back into host buffers (waits for the stream).

@@ -13,6 +13,7 @@ use cudarc::cublas::sys::cublasOperation_t as Op;
 use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
+use crate::bench::Operands;
 use crate::engine::Engine;
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
@@ -26,25 +27,23 @@ use crate::plan::Plan;
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
 const MAX_MATS_PER_LAUNCH: usize = 65_535;
 
-/// Factors the input `a` into `h` and `tau` (`a` is only read), after (or
-/// beside the first step of) the scan that sets `info` to 1 for non-finite
+/// Factors the input `ops.a` into `ops.h` and `ops.tau` (`a` is only
+/// read), after (or beside the first step of) the scan that sets `info` to 1 for non-finite
 /// matrices and finds each matrix's exactly-zero trailing columns (skipped
 /// by the kernels). Returns `split`: the overflow check of every entry of H
 /// in a row or column before `split` (and of tau before it) is queued
 /// already, ordered before the main stream's next work. With the
-/// shared-memory panel and the tensor-core update the first panel's two
-/// kernels read `a` and write `h`, so the input is copied on the way instead
-/// of by a separate pass over the whole batch; otherwise `a` is copied into
-/// `h` first and everything runs in place.
+/// tensor-core update the first panel's two kernels (either panel kernel)
+/// read `a` and write `h`, so the input is copied on the way instead of by
+/// a separate pass over the whole batch; otherwise `a` is copied into `h`
+/// first and everything runs in place.
 pub(crate) fn factor(
     engine: &Engine,
     plan: &Plan,
     shape: Shape,
-    a: u64,
-    h: u64,
-    tau: u64,
-    info: u64,
+    ops: Operands,
 ) -> Result<usize, QrError> {
+    let Operands { a, h, tau, info } = ops;
     let (batch, n) = (shape.batch(), shape.n());
     let groups = plan.panel.groups.max(1);
     let threads = plan.panel.threads;
@@ -201,19 +200,19 @@ pub(crate) fn factor(
             engine.aux_waits_side()?;
         }
         let aux = engine.aux_stream();
-        let ops = (h, tau, info);
+        let out = (h, tau, info);
         let top = util::Region {
             rows: (0, split),
             cols: (0, n),
             taus: (0, split),
         };
-        util::overflow_in(engine, aux, shape, ops, top)?;
+        util::overflow_in(engine, aux, shape, out, top)?;
         let left = util::Region {
             rows: (split, n),
             cols: (0, split),
             taus: (0, 0),
         };
-        util::overflow_in(engine, aux, shape, ops, left)
+        util::overflow_in(engine, aux, shape, out, left)
     };
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);

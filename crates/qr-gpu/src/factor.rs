@@ -3,47 +3,38 @@
 
 use qr_core::{QrError, Shape};
 
+use crate::bench::Operands;
 use crate::blocked;
 use crate::engine::Engine;
 use crate::graph;
 use crate::kernels::{smem, util};
 use crate::plan::{Plan, Strategy};
 
-/// Factors the batch at `a` into `h`, `tau` and `info` (device pointers of
-/// `shape`'s lengths) as `plan` says: as one CUDA graph where the plan
-/// says so (`Plan`'s `graph`; graph.rs).
+/// Factors the batch at `ops.a` into `ops.h`, `ops.tau` and `ops.info`
+/// (device pointers of `shape`'s lengths) as `plan` says: as one CUDA graph
+/// where the plan says so (`Plan`'s `graph`; graph.rs).
 pub(crate) fn geqrf(
     engine: &Engine,
     plan: &Plan,
     shape: Shape,
-    a: u64,
-    h: u64,
-    tau: u64,
-    info: u64,
+    ops: Operands,
 ) -> Result<(), QrError> {
     let _queueing = engine.queueing();
     if plan.graph && shape.batch() > 0 && shape.n() > 0 {
         let key = graph::Key {
             plan: plan.clone(),
-            operands: [a, h, tau, info],
+            operands: [ops.a, ops.h, ops.tau, ops.info],
             workspace: engine.workspace().addresses(engine.stream()),
         };
-        let mut queue = || queue(engine, plan, shape, a, h, tau, info);
+        let mut queue = || queue(engine, plan, shape, ops);
         return engine.graphs().run(engine.stream(), key, &mut queue);
     }
-    queue(engine, plan, shape, a, h, tau, info)
+    queue(engine, plan, shape, ops)
 }
 
 /// Queues the factorization of `geqrf` launch by launch.
-fn queue(
-    engine: &Engine,
-    plan: &Plan,
-    shape: Shape,
-    a: u64,
-    h: u64,
-    tau: u64,
-    info: u64,
-) -> Result<(), QrError> {
+fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<(), QrError> {
+    let Operands { a, h, tau, info } = ops;
     if shape.batch() == 0 {
         return Ok(());
     }
@@ -57,7 +48,7 @@ fn queue(
     // Non-finite matrices are flagged first (inside, by the scan that also
     // finds the zero columns); they are factored with the rest (NaN only
     // flows through their own blocks) and overwritten with NaN last.
-    let split = blocked::factor(engine, plan, shape, a, h, tau, info)?;
+    let split = blocked::factor(engine, plan, shape, ops)?;
     // A finite matrix whose R or reflectors did not fit f32 is flagged too
     // (left of and above `split`, the check is queued already).
     let n = shape.n();

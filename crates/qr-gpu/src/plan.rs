@@ -590,53 +590,55 @@ pub fn plan(
                     ),
                 });
             }
-            let tall =
-                shape.batch() <= device.sm_count as usize && n >= tuning.blocked_tall_panel_rows;
+            // At most one matrix per SM: each panel block has its SM alone.
+            let alone = shape.batch() <= device.sm_count as usize;
+            let tall = alone && n >= tuning.blocked_tall_panel_rows;
             if tall {
                 p.panel.threads = tuning.blocked_tall_panel_threads;
                 p.panel.two_step |= tuning.blocked_tall_panel_two_step;
             }
             // A block alone on its SM: the pipelined loop pays where its
             // warps are too few to hide the row loop's latency.
-            p.panel.pipelined = shape.batch() <= device.sm_count as usize
-                && p.panel.threads <= tuning.panel_pipeline_max_threads;
+            p.panel.pipelined = alone && p.panel.threads <= tuning.panel_pipeline_max_threads;
             // Alone too: the fold's extra shared memory is free there, and
             // its launch saved is on the chain; where the fold and the panel
-            // fit a block's shared memory together.
-            let fold_bytes = panel::Variant {
+            // fit a block's shared memory together (`bytes` in all).
+            let fold_fits = |bytes: usize| {
+                tuning.panel_fold
+                    && alone
+                    && n >= tuning.panel_fold_min_n
+                    && bytes <= device.smem_per_block_optin
+            };
+            let smem_fold_bytes = panel::Variant {
                 fold: true,
                 one_barrier: true,
                 ..Default::default()
             }
             .fold_bytes(panel::Meeting::Alone, p.panel.threads, n);
-            p.panel.fold = tuning.panel_fold
-                && shape.batch() <= device.sm_count as usize
-                && n >= tuning.panel_fold_min_n
-                && n * panel::NB * 4 + fold_bytes + panel::FOLD_STATIC_BYTES
-                    <= device.smem_per_block_optin;
-            // The register panel, which has no fold: for tall panels of a
-            // block alone, with the tall panels' block size (as many rows
-            // per thread as that takes), and elsewhere where no fold
-            // applies. The folding shared-memory panel was faster below
-            // the tall panels (40 x 176), the register panel from them on
-            // (40 x 352, one row per thread; table "register panel",
-            // session 15).
-            // With `reg_panel_fold`, every plan of at most one matrix per
-            // SM sizes its register panel like the tall panels and folds
-            // where the fold fits.
-            let alone = shape.batch() <= device.sm_count as usize;
+            p.panel.fold =
+                fold_fits(n * panel::NB * 4 + smem_fold_bytes + panel::FOLD_STATIC_BYTES);
+            // The register panel: for tall panels of a block alone with the
+            // tall panels' block size (as many rows per thread as that
+            // takes), and elsewhere where the shared-memory panel does not
+            // fold. The folding shared-memory panel was faster below the
+            // tall panels (40 x 176), the register panel without a fold
+            // from them on (40 x 352, one row per thread; table "register
+            // panel", session 15). With `reg_panel_fold`, every plan alone
+            // sizes its register panel like the tall panels and folds in
+            // it where the fold fits.
             let reg_fold = tuning.reg_panel_fold && alone;
-            if let Some((threads, rpt)) =
-                tuning.reg_panel_for(n, tall || reg_fold, p.panel.fold && !reg_fold)
-            {
+            let sized_alone = tall || reg_fold;
+            let reg = if p.panel.fold && !sized_alone {
+                None
+            } else {
+                tuning.reg_panel_for(n, sized_alone)
+            };
+            if let Some((threads, rpt)) = reg {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = rpt;
                 p.panel.fold = reg_fold
-                    && tuning.panel_fold
                     && threads >= 64
-                    && n >= tuning.panel_fold_min_n
-                    && panelreg::fold_bytes(threads, n) + panelreg::FOLD_STATIC_BYTES
-                        <= device.smem_per_block_optin;
+                    && fold_fits(panelreg::fold_bytes(threads, n) + panelreg::FOLD_STATIC_BYTES);
                 if alone {
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }

@@ -346,22 +346,21 @@ impl Tuning {
     /// smallest power of two of at least 32 threads holding `n` rows, so
     /// that few variants get compiled.
     pub fn reg_panel_threads_for(&self, n: usize) -> Option<u32> {
-        self.reg_panel_for(n, false, false)
-            .map(|(threads, _)| threads)
+        self.reg_panel_for(n, false).map(|(threads, _)| threads)
     }
 
-    /// Block size and rows per thread of the register panel of the
-    /// `blocked` path at order `n`, or `None` for the shared-memory panel
-    /// (register panel off, a folding plan below the tall panels, more than
-    /// four rows per thread or a block's registers). `tall`: a block alone on its SM with
-    /// `blocked_tall_panel_rows` rows or more, which takes
-    /// `blocked_tall_panel_threads` threads (rounded up to a power of two)
-    /// and as many rows per thread as that needs.
-    pub fn reg_panel_for(&self, n: usize, tall: bool, fold: bool) -> Option<(u32, u32)> {
-        if self.reg_panel_rows_per_thread == 0 || (fold && !tall) {
+    /// Block size and rows per thread of the register panel at order `n`
+    /// (`n` rows per block), or `None` for the shared-memory panel (register
+    /// panel off, more than four rows per thread, or more than a block's
+    /// registers). `alone`: a block alone on its SM, sized like the tall
+    /// panels: `blocked_tall_panel_threads` threads (rounded up to a power
+    /// of two) and as many rows per thread as that needs; otherwise
+    /// `reg_panel_rows_per_thread` rows each.
+    pub fn reg_panel_for(&self, n: usize, alone: bool) -> Option<(u32, u32)> {
+        if self.reg_panel_rows_per_thread == 0 {
             return None;
         }
-        let rpt = if tall {
+        let rpt = if alone {
             n.div_ceil(self.blocked_tall_panel_threads.max(32) as usize) as u32
         } else {
             self.reg_panel_rows_per_thread

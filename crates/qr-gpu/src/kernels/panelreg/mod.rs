@@ -60,9 +60,8 @@ pub(crate) fn capacity(threads: u32, rows_per_thread: u32) -> usize {
 /// Block size for a panel (or a cluster block's chunk) of `rows` rows: the
 /// rows over `rows_per_thread`, rounded up to whole pairs of warps, at
 /// least `min_threads` and at most `max_threads` (the plan's block, sized
-/// for the first panel). Every warp
-/// pays the same per-reflector shuffles whatever rows it holds, so later,
-/// shorter panels take smaller blocks.
+/// for the first panel). Every warp pays the same per-reflector shuffles
+/// whatever rows it holds, so later, shorter panels take smaller blocks.
 pub(crate) fn threads_for_rows(
     rows: usize,
     rows_per_thread: u32,
@@ -119,10 +118,13 @@ pub(crate) fn launch(
     )?;
     // This launch folds when the plan does and a previous panel exists.
     let folds = fold && p >= NB && prev.is_some();
-    let bytes = if folds { fold_bytes(threads, chunk) } else { 0 };
-    if folds {
+    let bytes = if folds {
+        let bytes = fold_bytes(threads, chunk);
         super::raise_dynamic_smem(&f, bytes, FACTOR)?;
-    }
+        bytes
+    } else {
+        0
+    };
     let cfg = LaunchConfig {
         grid_dim: (groups, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),
