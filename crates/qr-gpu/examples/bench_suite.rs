@@ -289,6 +289,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for one in [false, true] {
+        let t = Tuning {
+            reg_panel_cluster_one_barrier: one,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &CLUSTER_CASES,
+            format!("register cluster one barrier {one}"),
+            Some(Strategy::Cluster),
+            &t,
+        );
+    }
     for min in [64u32, 128, 256] {
         let t = Tuning {
             reg_panel_alone_min_threads: min,

@@ -286,6 +286,7 @@ pub(crate) fn factor(
                         mats,
                         &pbuf,
                         fold,
+                        plan.panel.cluster_one_barrier,
                         prev,
                     )?,
                 }

@@ -99,6 +99,9 @@ pub struct PanelPlan {
     /// Whether a cluster's panel blocks meet by remote stores and
     /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
     pub push_meet: bool,
+    /// Whether a register panel's cluster meets once per reflector
+    /// (`Tuning::reg_panel_cluster_one_barrier`; only with clusters).
+    pub cluster_one_barrier: bool,
     /// Whether a panel block alone takes two rows per warp instruction for
     /// the panel's second 16 columns (`Tuning::panel_row_pairs`).
     pub row_pairs: bool,
@@ -191,6 +194,7 @@ impl Plan {
                     self.panel.rows_per_thread,
                     cluster,
                     self.panel.fold,
+                    self.panel.cluster_one_barrier,
                 )
             }
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
@@ -253,6 +257,10 @@ impl fmt::Display for Plan {
                         self.panel.rows_per_thread,
                         if self.panel.fold {
                             ", the previous panel's update of its columns folded in"
+                        } else if self.strategy == Strategy::Cluster
+                            && self.panel.cluster_one_barrier
+                        {
+                            ", one cluster meeting per reflector"
                         } else {
                             ""
                         }
@@ -547,6 +555,7 @@ pub fn plan(
             min_threads: 64,
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
+            cluster_one_barrier: tuning.reg_panel_cluster_one_barrier,
             row_pairs: tuning.panel_row_pairs,
             quad: tuning.panel_quad,
             one_barrier: tuning.panel_one_barrier,

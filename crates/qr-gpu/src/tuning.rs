@@ -96,6 +96,14 @@ pub struct Tuning {
     /// GPU; the GPU test `register_panel` and `bench_suite --sweep --only
     /// "register panel fold"` are ready for it.
     pub reg_panel_fold: bool,
+    /// `cluster` path on the register panel: the blocks of a matrix meet
+    /// once per reflector (each block's sums pushed into every block's
+    /// shared memory with st.async, one mbarrier wait) and every thread
+    /// forms the reflector, instead of two block barriers and a cluster
+    /// barrier with remote loads around warp 0's reflector. On: written in
+    /// session 16; table "register cluster one barrier" (docs/perf/qr-gpu.md,
+    /// Session 16, `bench_suite --sweep --only "cluster one barrier"`).
+    pub reg_panel_cluster_one_barrier: bool,
     /// Tensor-core update: load the next slab before the current one's mma
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
@@ -309,6 +317,7 @@ impl Default for Tuning {
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
             reg_panel_fold: false,
+            reg_panel_cluster_one_barrier: true,
             tensor_prefetch: false,
             cluster_push_meet: true,
             panel_row_pairs: false,

@@ -106,6 +106,31 @@ fn cluster_push_meet(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     same_bits(&push, &pull, &specs, 900, "cluster push meet")
 }
 
+/// The register panel's cluster loops: one meeting per reflector
+/// (`Tuning::reg_panel_cluster_one_barrier`, the default) and two: see
+/// `panel_variant`, plus orders that take clusters of 2 to 8 blocks.
+fn register_cluster_meetings(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for one in [true, false] {
+        let tuning = qr_gpu::Tuning {
+            reg_panel_cluster_one_barrier: one,
+            ..qr_gpu::Tuning::default()
+        };
+        let label = format!("register cluster one barrier {one}");
+        panel_variant(g, &tuning, Strategy::Cluster, &label, 3000)?;
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning)
+            .with_strategy(Some(Strategy::Cluster));
+        for (i, n) in [2048, 3000, 4096].into_iter().enumerate() {
+            let case = Case::ALL_QR_V2[(i + 2) % Case::ALL_QR_V2.len()];
+            let sp = spec(batch_for(n), n, 2.0, case);
+            let a = generate(&sp, 3200 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
+        }
+    }
+    Ok(())
+}
+
 /// Specs at orders `ns` (condition 2, cycling through the qr_v2 cases),
 /// then every case at `(batch, n, cond)`; each with its input's seed offset
 /// (`cases_from` on for the second group).
@@ -1102,7 +1127,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 25] = [
+    let plain: [(&str, Test); 26] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1118,6 +1143,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("modules_are_cached", modules_are_cached),
         ("register_panel", register_panel),
         ("cluster_push_meet", cluster_push_meet),
+        ("register_cluster_meetings", register_cluster_meetings),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
         ("two_level", two_level),

@@ -16,17 +16,25 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panelreg",
     source: concat!(include_str!("../prelude.cu"), include_str!("panelreg.cu")),
     entries: &[FACTOR],
-    defines: &["PREG_THREADS", "PREG_RPT", "PREG_CLUSTER", "PREG_FOLD"],
+    defines: &[
+        "PREG_THREADS",
+        "PREG_RPT",
+        "PREG_CLUSTER",
+        "PREG_FOLD",
+        "PREG_ONEBAR",
+    ],
 };
 
 /// The `-D` defines for blocks of `threads` holding `rows_per_thread` rows
 /// each, `cluster` blocks per matrix (0: one block, no cluster), with the
-/// fold compiled in when `fold` (a block alone only).
+/// fold compiled in when `fold` (a block alone only) and a cluster meeting
+/// once per reflector when `one_barrier` (clusters only).
 pub(crate) fn defines(
     threads: u32,
     rows_per_thread: u32,
     cluster: u32,
     fold: bool,
+    one_barrier: bool,
 ) -> Vec<(String, String)> {
     vec![
         ("PREG_THREADS".to_string(), threads.to_string()),
@@ -35,6 +43,10 @@ pub(crate) fn defines(
         (
             "PREG_FOLD".to_string(),
             u8::from(fold && cluster == 0).to_string(),
+        ),
+        (
+            "PREG_ONEBAR".to_string(),
+            u8::from(one_barrier && cluster > 0).to_string(),
         ),
     ]
 }
@@ -80,7 +92,7 @@ pub(crate) fn threads_for_rows(
 /// `threads_for_rows` between `min_threads` and `threads`. With `fold` (a
 /// plan that folds, blocks alone) and `prev` (the previous panel's V and T
 /// buffers), the previous panel's reflectors are applied to these columns
-/// first.
+/// first. A cluster meets once per reflector when `one_barrier`.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -96,6 +108,7 @@ pub(crate) fn launch(
     mats: usize,
     buf: &PanelBuffers,
     fold: bool,
+    one_barrier: bool,
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
@@ -113,7 +126,7 @@ pub(crate) fn launch(
     let fold = fold && cluster == 0 && threads % 64 == 0;
     let f = engine.function(
         &SOURCE,
-        &defines(threads, rows_per_thread, cluster, fold),
+        &defines(threads, rows_per_thread, cluster, fold, one_barrier),
         FACTOR,
     )?;
     // This launch folds when the plan does and a previous panel exists.

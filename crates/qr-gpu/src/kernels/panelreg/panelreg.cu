@@ -49,6 +49,12 @@
 #ifndef PREG_FOLD
 #error "PREG_FOLD (1: a block alone may first apply the previous panel's reflectors to its columns) must be defined by the plan"
 #endif
+#ifndef PREG_ONEBAR
+#error "PREG_ONEBAR (1: a cluster meets once per reflector, by remote stores and mbarriers) must be defined by the plan"
+#endif
+#if PREG_ONEBAR && PREG_CLUSTER == 0
+#error "PREG_ONEBAR is for clusters (a block alone always meets once per reflector)"
+#endif
 #if PREG_FOLD && (PREG_CLUSTER > 0 || PREG_THREADS % 64 != 0)
 #error "PREG_FOLD needs a block alone (PREG_CLUSTER 0) of a multiple of 64 threads"
 #endif
@@ -144,16 +150,17 @@ __device__ __forceinline__ void preg_rotate(float (&a)[PREG_RPT][PREG_NB]) {
 
 // Reflector r's sums of the warp (one-barrier loop, slot 0 the pivot
 // column): lane c gets the sum over the warp's rows below r of
-// x * A[., slot c], x = slot 0, in a fixed order.
-__device__ __forceinline__ void preg_dots(const float (&a)[PREG_RPT][PREG_NB], int r, int tid,
-                                          int rows, int lane, float* out) {
+// x * A[., slot c], x = slot 0, in a fixed order. `rb` is the block's first
+// panel row (0 for a block alone).
+__device__ __forceinline__ void preg_dots(const float (&a)[PREG_RPT][PREG_NB], int r, int rb,
+                                          int tid, int rows, int lane, float* out) {
     float part[PREG_NB];
 #pragma unroll
     for (int c = 0; c < PREG_NB; ++c) part[c] = 0.0f;
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS;
-        const float x = lr > r && lr < rows ? a[k][0] : 0.0f;
+        const float x = rb + lr > r && lr < rows ? a[k][0] : 0.0f;
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) part[c] = fmaf(x, a[k][c], part[c]);
     }
@@ -262,6 +269,9 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     __shared__ double scales[PREG_NB];
     __shared__ int s_redo;
     __shared__ PregMeet mt;
+#if PREG_ONEBAR
+    __shared__ unsigned long long pmbar[2];  // one per meeting slot
+#endif
 
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = blockIdx.x, m = mat0 + blockIdx.y;
@@ -337,7 +347,16 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
     for (int q = 0; q < PREG_WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
 #if PREG_CLUSTER > 0
-    if (tid == 0) mt.max = bmax;
+    if (tid == 0) {
+        mt.max = bmax;
+#if PREG_ONEBAR
+        // Every block's mbarriers exist before any block pushes into them:
+        // the cluster barrier below orders the inits before the first meeting.
+        mbar_init(&pmbar[0], 1u);
+        mbar_init(&pmbar[1], 1u);
+        mbar_init_fence();
+#endif
+    }
     cluster_barrier();
     bmax = 0.0f;
 #pragma unroll
@@ -351,22 +370,46 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) a[k][c] = ldexpf(a[k][c], -ex);
 
-#if PREG_CLUSTER == 0
-    // A block alone: one barrier per reflector, as panel.cu's one-barrier
-    // loop. The pass that updates the rows for reflector r also forms
-    // reflector r + 1's per-warp sums (slot c: column r + 1 + c) and the
-    // thread holding row r + 1 publishes it; after the barrier every thread
-    // adds the warps' sums for its lane's slot and forms the reflector
-    // itself, in float32 from the scaled panel (double where the norm is
-    // tiny), so nothing else waits for one warp. A warp shares its lanes'
-    // row coefficients w_c through its own slice of shared memory.
-    // Registers rotate one slot per step as in the cluster loop below.
+#if PREG_CLUSTER == 0 || PREG_ONEBAR
+    // One meeting per reflector, as panel.cu's one-barrier loop. The pass
+    // that updates the rows for reflector r also forms reflector r + 1's
+    // per-warp sums (slot c: column r + 1 + c) and the thread holding row
+    // r + 1 publishes it; after the meeting every thread adds the sums for
+    // its lane's slot and forms the reflector itself, in float32 from the
+    // scaled panel (double where the norm is tiny), so nothing else waits
+    // for one warp. A warp shares its lanes' row coefficients w_c through
+    // its own slice of shared memory. Registers rotate one slot per step as
+    // in the two-meeting cluster loop below.
+    // A block alone meets at one barrier. A cluster (PREG_ONEBAR) meets at
+    // one barrier and one mbarrier wait: after the barrier, warp 0 adds its
+    // block's warp sums and pushes them with st.async into every block's
+    // shared memory (the block owning the pivot row pushes the row too);
+    // each block waits on its own mbarrier for the cluster's sums and adds
+    // them in block order, so every block forms the same reflector. That
+    // replaces the two-meeting loop's second barrier, its all-to-all
+    // cluster barrier and remote loads, and warp 0's serial reflector.
     {
         __shared__ float redf[2][PREG_WARPS][PREG_NB];
         __shared__ __attribute__((aligned(16))) float rowf[2][PREG_NB];
         __shared__ __attribute__((aligned(16))) float wsh[PREG_WARPS][PREG_NB];
-        preg_dots(a, 0, tid, rows, lane, redf[0][warp]);
+#if PREG_CLUSTER > 0
+        // The first panel row of this block; a block alone has 0 as a
+        // constant, so its code stays that of the plain loop.
+        const int rb = r0;
+        // Slot s of meeting r = s mod 2: every block's sums, the pivot row.
+        __shared__ float xsum[2][PREG_CLUSTER][PREG_NB];
+        __shared__ float xrow[2][PREG_NB];
+        // Row r's block (padding reflectors past the last row: the last).
+        const auto owner_of = [&](int r) { return min(r / chunk, PREG_GROUPS - 1); };
+#else
+        constexpr int rb = 0;
+#endif
+        preg_dots(a, 0, rb, tid, rows, lane, redf[0][warp]);
+#if PREG_CLUSTER > 0
+        if (g == owner_of(0) && tid == 0 - rb) preg_publish(a[0], rowf[0]);
+#else
         if (tid == 0) preg_publish(a[0], rowf[0]);
+#endif
         // Two steps per iteration: the second step's slots are the first's
         // renamed, so the registers move once per two steps (NVRTC 13.5,
         // 256 threads x 2 rows: 455 instructions a step against 593).
@@ -374,10 +417,40 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         for (int r = 0; r < w; ++r) {
             const int par = r & 1;
             __syncthreads();  // redf[par]: reflector r's sums; rowf[par]: row r
+#if PREG_CLUSTER > 0
+            if (warp == 0) {
+                float xb[PREG_WARPS];
+#pragma unroll
+                for (int q = 0; q < PREG_WARPS; ++q) xb[q] = redf[par][q][lane];
+                const float bs = pairwise_sum_f32(xb);
+                // This phase of slot par: every block's 32 sums and the row.
+                // Bytes may land before the expectation. A block stores into
+                // slot par again two meetings on, after its wait for meeting
+                // r + 1, whose sums every block pushes only after its
+                // barrier of that step, when its threads have read this
+                // meeting's slot: no overrun.
+                if (lane == 0)
+                    mbar_arrive_expect_tx(&pmbar[par], (u32)((PREG_CLUSTER + 1) * PREG_NB * 4));
+                const bool own = g == owner_of(r);
+                const float rv = rowf[par][lane];
+#pragma unroll
+                for (int q = 0; q < PREG_CLUSTER; ++q) {
+                    cluster_st_async_f32(&xsum[par][g][lane], (u32)q, bs, &pmbar[par]);
+                    if (own) cluster_st_async_f32(&xrow[par][lane], (u32)q, rv, &pmbar[par]);
+                }
+            }
+            // Each slot's mbarrier completes one phase every second meeting.
+            mbar_wait(&pmbar[par], (u32)(r >> 1) & 1u);
+            float xs[PREG_CLUSTER];
+#pragma unroll
+            for (int q = 0; q < PREG_CLUSTER; ++q) xs[q] = xsum[par][q][lane];
+            const float rv = xrow[par][lane];
+#else
             float xs[PREG_WARPS];
 #pragma unroll
             for (int q = 0; q < PREG_WARPS; ++q) xs[q] = redf[par][q][lane];
             const float rv = rowf[par][lane];
+#endif
             const float alpha = __shfl_sync(0xffffffffu, rv, 0);
             const int col = (r + lane) & (PREG_NB - 1);  // this lane's slot's column
             const int lim = w - r;  // slots 1 .. lim - 1: the columns the reflector updates
@@ -386,7 +459,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             float wc, fs, beta;
             double sc;
             bool fast;
-            if (trf >= (float)PREG_TINY) {  // the same in every thread: uniform
+            if (trf >= (float)PREG_TINY) {  // the same in every thread (and block): uniform
                 const ReflectorF32 rf = scaled_reflector_f32(alpha, trf);
                 const float vta = fmaf(rf.scale, tlf, rv);
                 wc = lane >= 1 && lane < lim ? rf.tau * vta : 0.0f;
@@ -407,7 +480,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
                     for (int k = 0; k < PREG_RPT; ++k) {
                         const int lr = tid + k * PREG_THREADS;
-                        const double x = lr > r && lr < rows ? (double)a[k][0] : 0.0;
+                        const double x = rb + lr > r && lr < rows ? (double)a[k][0] : 0.0;
                         d = fma(x, (double)preg_pick(a[k], c), d);
                     }
                     d = warp_sum_f64(d);
@@ -417,6 +490,25 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 double tl = 0.0;
 #pragma unroll
                 for (int q = 0; q < PREG_WARPS; ++q) tl += red2[q][lane];
+#if PREG_CLUSTER > 0
+                // The blocks' double sums meet as in the two-meeting loop
+                // (pulled behind a cluster barrier, added in block order).
+                if (warp == 0) mt.part[slot][lane] = tl;
+                cluster_barrier();
+                if (warp == 0) {
+                    double x[PREG_CLUSTER];
+#pragma unroll
+                    for (int q = 0; q < PREG_CLUSTER; ++q)
+                        x[q] = cluster_ld_f64(&mt.part[slot][lane], (u32)q);
+                    double s = 0.0;
+#pragma unroll
+                    for (int q = 0; q < PREG_CLUSTER; ++q) s += x[q];
+                    red[0][lane] = s;
+                }
+                slot ^= 1;
+                __syncthreads();
+                tl = red[0][lane];
+#endif
                 const double tr = __shfl_sync(0xffffffffu, tl, 0);
                 const Reflector rf = make_reflector(alpha, tr);
                 const double vta = (double)rv + rf.scale * tl;
@@ -447,24 +539,28 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             for (int k = 0; k < PREG_RPT; ++k) {
                 const int lr = tid + k * PREG_THREADS;
                 // Rows above the pivot are final; padding rows stay zero.
-                if (lr >= r && lr < rows) {
+                if (rb + lr >= r && lr < rows) {
                     const float x = a[k][0];
                     const float v =
-                        lr == r ? 1.0f : (fast ? x * fs : (float)((double)x * sc));
+                        rb + lr == r ? 1.0f : (fast ? x * fs : (float)((double)x * sc));
                     // w_c is 0 outside the columns the reflector updates,
                     // which keeps them but for the sign of a zero (-0 may
                     // become +0: a predicate per slot cost a quarter more
                     // instructions per step, NVRTC 13.5).
 #pragma unroll
                     for (int c = 1; c < PREG_NB; ++c) a[k][c] = fmaf(-v, wv[c], a[k][c]);
-                    a[k][0] = lr == r ? beta : v;
+                    a[k][0] = rb + lr == r ? beta : v;
                 }
             }
             preg_rotate(a);
             if (r + 1 < w) {
-                preg_dots(a, r + 1, tid, rows, lane, redf[par ^ 1][warp]);
-                // Row r + 1 lies in thread r + 1's first register row.
+                preg_dots(a, r + 1, rb, tid, rows, lane, redf[par ^ 1][warp]);
+                // Row r + 1 lies in its thread's first register row.
+#if PREG_CLUSTER > 0
+                if (g == owner_of(r + 1) && tid == r + 1 - rb) preg_publish(a[0], rowf[par ^ 1]);
+#else
                 if (tid == r + 1) preg_publish(a[0], rowf[par ^ 1]);
+#endif
             }
         }
         // Back to slot c = column c (w < 32 leaves the rotation short).
