@@ -289,6 +289,25 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for k in [0u32, 2, 8] {
+        let t = Tuning {
+            tensor_row_split: k,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,176,1,dense",
+                "40,352,1,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("tensor row split {k}"),
+            None,
+            &t,
+        );
+    }
     for one in [false, true] {
         let t = Tuning {
             reg_panel_cluster_one_barrier: one,

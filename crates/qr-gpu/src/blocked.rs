@@ -410,6 +410,13 @@ fn tensor_update(
     let per_launch = (i32::MAX as usize / tiles).clamp(1, MAX_MATS_PER_LAUNCH);
     for mat0 in (0..shape.batch()).step_by(per_launch) {
         let mats = per_launch.min(shape.batch() - mat0);
+        let row_split = trailing_tc::row_split(
+            tiles.saturating_mul(mats),
+            nrow,
+            engine.info().sm_count,
+            plan.panel.tensor_row_split,
+            plan.panel.tensor_row_split_min_rows,
+        );
         let op = trailing_tc::Operands {
             a: buf.h + ((mat0 * n * n + p * n + c0) * 4) as u64,
             src: buf.src + ((mat0 * n * n + p * n + c0) * 4) as u64,
@@ -436,6 +443,7 @@ fn tensor_update(
                 max_rows: plan.panel.tensor_stage_max_rows,
                 ring: plan.panel.tensor_stage_ring,
             },
+            row_split,
         )?;
     }
     Ok(())

@@ -141,6 +141,12 @@ pub struct PanelPlan {
     /// Whether the staged update passes A2 through its rings
     /// (`Tuning::tensor_stage_ring`).
     pub tensor_stage_ring: bool,
+    /// Most blocks of a cluster splitting a few-tile update's rows (0 or 1:
+    /// none; `Tuning::tensor_row_split`, 0 without clusters).
+    pub tensor_row_split: u32,
+    /// Fewest rows per block of such a split
+    /// (`Tuning::tensor_row_split_min_rows`).
+    pub tensor_row_split_min_rows: usize,
     /// The `smem` kernel that takes over the last columns of each matrix
     /// (`Tuning::corner_max_n`): few matrices only, where the last panels
     /// and their updates are a chain of small latency-bound launches.
@@ -571,6 +577,12 @@ pub fn plan(
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
             tensor_stage_ring: tuning.tensor_stage_ring,
+            tensor_row_split: if has_clusters(device) {
+                tuning.tensor_row_split
+            } else {
+                0
+            },
+            tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
             corner: None,
             two_level: false,
         },

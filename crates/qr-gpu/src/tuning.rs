@@ -286,6 +286,16 @@ pub struct Tuning {
     /// "tensor stage", session 11); depths 3 and 4 were slower (fewer
     /// blocks per SM).
     pub tensor_stage_ring: bool,
+    /// Tensor-core update on devices with clusters: a launch of few tiles
+    /// (the look-ahead update of a few-matrix plan: one tile per matrix)
+    /// splits each tile's rows over a cluster of up to this many blocks,
+    /// which add their W partials in block order through distributed
+    /// shared memory (`trailing_tc::row_split`); 0 or 1: off. Written in
+    /// session 16; table "tensor row split" (docs/perf/qr-gpu.md, Session
+    /// 16, `bench_suite --sweep --only "tensor row split"`).
+    pub tensor_row_split: u32,
+    /// Fewest rows per block of a row-split tile (`tensor_row_split`).
+    pub tensor_row_split_min_rows: usize,
     /// `blocked` path: batches of at least this many matrices per SM
     /// factor each 32-column panel as two 16-column halves (half the panel's
     /// shared memory, so twice the blocks per SM, and two rows per warp
@@ -343,6 +353,8 @@ impl Default for Tuning {
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 2,
             tensor_stage_max_rows: 1024,
+            tensor_row_split: 8,
+            tensor_row_split_min_rows: 128,
             tensor_stage_ring: true,
             two_level_min_batch_per_sm: u32::MAX,
         }

@@ -131,6 +131,42 @@ fn register_cluster_meetings(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The tensor-core update with each tile's rows split over a cluster
+/// (`Tuning::tensor_row_split`): with 16 rows per block at least, so that
+/// small orders split too (chunks of one row and empty ones included), on
+/// both strategies, see `panel_variant`; then the default split against
+/// none on few-matrix orders, each gated and run twice for the same bits.
+fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let small = qr_gpu::Tuning {
+        tensor_row_split_min_rows: 16,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        panel_variant(g, &small, s, &format!("{s} tensor row split"), 3300)?;
+    }
+    let off = (**g).clone().with_tuning(qr_gpu::Tuning {
+        tensor_row_split: 0,
+        ..qr_gpu::Tuning::default()
+    });
+    let on = (**g).clone();
+    for (i, (batch, n)) in [(40, 352), (8, 1024), (2, 2048), (1, 4096)]
+        .into_iter()
+        .enumerate()
+    {
+        let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
+        let sp = spec(batch, n, 2.0, case);
+        let a = generate(&sp, 3400 + i as u64);
+        gate(&on, sp.shape()?, &a, &format!("tensor row split {sp}"))?;
+        gate(&off, sp.shape()?, &a, &format!("no tensor row split {sp}"))?;
+        let one = geqrf(&on, sp.shape()?, &a)?;
+        let two = geqrf(&on, sp.shape()?, &a)?;
+        if one.h != two.h || one.tau != two.tau || one.info != two.info {
+            return Err(format!("tensor row split {sp}: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
 /// Specs at orders `ns` (condition 2, cycling through the qr_v2 cases),
 /// then every case at `(batch, n, cond)`; each with its input's seed offset
 /// (`cases_from` on for the second group).
@@ -1127,7 +1163,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 26] = [
+    let plain: [(&str, Test); 27] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1144,6 +1180,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("register_panel", register_panel),
         ("cluster_push_meet", cluster_push_meet),
         ("register_cluster_meetings", register_cluster_meetings),
+        ("tensor_row_split", tensor_row_split),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
         ("two_level", two_level),

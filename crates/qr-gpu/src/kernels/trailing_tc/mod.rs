@@ -27,6 +27,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_VEC4",
         "TC_STAGE",
         "TC_RING",
+        "TC_ROWSPLIT",
     ],
 };
 
@@ -56,9 +57,16 @@ pub(crate) fn defines(
     warps: u32,
     stage: u32,
     ring: bool,
+    row_split: u32,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
-    let blocks = WARPS_PER_SM / warps / if prefetch { 2 } else { 1 };
+    // A row-split block runs one per SM (`row_split`), so it may take the
+    // registers that keep its cluster meeting free of spills.
+    let blocks = if row_split > 1 {
+        1
+    } else {
+        WARPS_PER_SM / warps / if prefetch { 2 } else { 1 }
+    };
     [
         ("TC_SPLIT", "0".to_string()),
         ("TC_BN", "32".to_string()),
@@ -69,6 +77,7 @@ pub(crate) fn defines(
         ("TC_VEC4", u8::from(vec4).to_string()),
         ("TC_STAGE", stage.to_string()),
         ("TC_RING", u8::from(ring && stage > 0).to_string()),
+        ("TC_ROWSPLIT", row_split.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -135,6 +144,36 @@ pub(crate) struct Staging {
 /// width `w`, with the next slab prefetched when `prefetch`, blocks of
 /// `warps` (4 or 8) warps, A2 kept in shared memory between the passes
 /// where `staging` allows it and the tile fits beside a resident block.
+/// Blocks of a thread-block cluster that split each tile's rows
+/// (`TC_ROWSPLIT`) in a launch of `blocks` tiles over `nrow` rows: the
+/// largest power of two up to `max` (at most 8, the portable cluster size)
+/// that leaves one such block per SM (`sm_count`: they run at one block per
+/// SM) and `min_rows` rows or more per block; 1, no cluster, otherwise. The
+/// few-tile launches of few-matrix plans (the look-ahead update of one
+/// tile per matrix) then spread over the SMs instead of walking all their
+/// rows in one block each.
+pub(crate) fn row_split(
+    blocks: usize,
+    nrow: usize,
+    sm_count: u32,
+    max: u32,
+    min_rows: usize,
+) -> u32 {
+    let mut k: u32 = match max {
+        8.. => 8,
+        4..=7 => 4,
+        2..=3 => 2,
+        _ => 1,
+    };
+    while k > 1
+        && (blocks.saturating_mul(k as usize) > sm_count as usize
+            || nrow < (k as usize).saturating_mul(min_rows))
+    {
+        k /= 2;
+    }
+    k
+}
+
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -145,7 +184,14 @@ pub(crate) fn launch(
     prefetch: bool,
     warps: u32,
     staging: Staging,
+    row_split: u32,
 ) -> Result<(), QrError> {
+    let row_split = match row_split {
+        8.. => 8,
+        4..=7 => 4,
+        2..=3 => 2,
+        _ => 1,
+    };
     if ntrail == 0 || mats == 0 {
         return Ok(());
     }
@@ -157,7 +203,11 @@ pub(crate) fn launch(
     let ring = staging.ring;
     if depth > 0 && vec4 && !prefetch && (ring || nrow <= staging.max_rows) {
         let bytes = stage_bytes(warps, depth, nrow, ring);
-        let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, depth, ring), APPLY)?;
+        let f = engine.function(
+            &SOURCE,
+            &defines(vec4, prefetch, warps, depth, ring, row_split),
+            APPLY,
+        )?;
         if bytes <= engine.info().smem_per_block_optin {
             super::raise_dynamic_smem(&f, bytes, APPLY)?;
             // Static shared memory comes on top: stage only if a block fits.
@@ -169,8 +219,15 @@ pub(crate) fn launch(
             }
         }
     }
-    let f = engine.function(&SOURCE, &defines(vec4, prefetch, warps, stage, ring), APPLY)?;
-    let blocks = ntrail.div_ceil(BN).saturating_mul(mats);
+    let f = engine.function(
+        &SOURCE,
+        &defines(vec4, prefetch, warps, stage, ring, row_split),
+        APPLY,
+    )?;
+    let blocks = ntrail
+        .div_ceil(BN)
+        .saturating_mul(mats)
+        .saturating_mul(row_split as usize);
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(blocks)?, 1, 1),
         block_dim: (32 * warps, 1, 1),
@@ -206,7 +263,32 @@ pub(crate) fn launch(
     // A2 and reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
     // Staged, its dynamic shared memory is `stage_bytes` of these warps,
     // this depth, these rows and this ring choice, within the limit just
-    // raised.
+    // raised. With a row split the grid is `row_split` blocks per tile,
+    // consecutive, and the kernel's compile-time cluster size is
+    // `row_split`, so a cluster is one tile and divides the grid.
     unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn row_split_fills_the_sms_with_few_tiles_only() {
+        // 8 x 2048 and 2 x 4096: one look-ahead tile per matrix.
+        assert_eq!(row_split(8, 2048, 132, 8, 128), 8);
+        assert_eq!(row_split(2, 4096, 132, 8, 128), 8);
+        // 60 x 1024: two blocks per tile fit 132 SMs, four do not.
+        assert_eq!(row_split(60, 1024, 132, 8, 128), 2);
+        // Short panels keep min_rows per block.
+        assert_eq!(row_split(8, 300, 132, 8, 128), 2);
+        assert_eq!(row_split(8, 200, 132, 8, 128), 1);
+        // Bulk updates already fill the device.
+        assert_eq!(row_split(496, 2048, 132, 8, 128), 1);
+        // Off, and maxima that are not powers of two.
+        assert_eq!(row_split(8, 2048, 132, 0, 128), 1);
+        assert_eq!(row_split(8, 2048, 132, 1, 128), 1);
+        assert_eq!(row_split(8, 2048, 132, 6, 128), 4);
+    }
 }

@@ -77,6 +77,17 @@
 #if TC_RING && !TC_STAGE
 #error "TC_RING needs TC_STAGE"
 #endif
+#ifndef TC_ROWSPLIT
+#error "TC_ROWSPLIT (blocks of a cluster splitting a tile's rows; 1: one block per tile) must be defined by the plan"
+#endif
+#if TC_ROWSPLIT != 1 && TC_ROWSPLIT != 2 && TC_ROWSPLIT != 4 && TC_ROWSPLIT != 8
+#error "TC_ROWSPLIT is 1, 2, 4 or 8"
+#endif
+#if TC_ROWSPLIT > 1
+#define TC_CLUSTER_ATTR __cluster_dims__(TC_ROWSPLIT, 1, 1)
+#else
+#define TC_CLUSTER_ATTR
+#endif
 
 #define TC_NB 32                     // panel width: V columns, T order
 #define TC_THREADS (TC_WARPS * 32)
@@ -538,14 +549,15 @@ __device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring
 }
 #endif
 
-extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
+extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // In place, src == a: restrict still holds in effect, as every element is
     // read (via src) before this thread writes it (via a) and never after.
     trailing_tc_apply_f32(float* __restrict__ a, const float* __restrict__ src, long long a_stride,
                           int lda,
                           const float* __restrict__ v, long long v_stride,
-                          const float* __restrict__ t, long long t_stride, int nrow, int ntrail,
-                          int w, const int* __restrict__ zcol, int panel_col, int trail_col) {
+                          const float* __restrict__ t, long long t_stride, int nrow_all,
+                          int ntrail, int w, const int* __restrict__ zcol, int panel_col,
+                          int trail_col) {
     // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
     __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
     __shared__ float s_w[TC_NB * TC_LDW];
@@ -557,8 +569,20 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, tq = lane & 3;
     const int tiles = (ntrail + TC_BN - 1) / TC_BN;
-    const int mat = blockIdx.x / tiles;
-    const int col0 = (blockIdx.x - mat * tiles) * TC_BN;
+#if TC_ROWSPLIT > 1
+    // A cluster of TC_ROWSPLIT blocks per tile, each taking a chunk of its
+    // rows (whole 16-row slabs): the block's rank is its part.
+    const unsigned tb = blockIdx.x / TC_ROWSPLIT;
+    const int part = (int)(blockIdx.x % TC_ROWSPLIT);
+    const int chunk = ((nrow_all + TC_ROWSPLIT - 1) / TC_ROWSPLIT + 15) / 16 * 16;
+    const int row0 = min(nrow_all, part * chunk);
+    const int nrow = min(nrow_all, row0 + chunk) - row0;
+#else
+    const unsigned tb = blockIdx.x;
+    const int nrow = nrow_all;
+#endif
+    const int mat = tb / tiles;
+    const int col0 = (tb - mat * tiles) * TC_BN;
     const int ncols = ntrail - col0;  // columns of this tile that exist (may exceed TC_BN)
     const bool full = ncols >= TC_BN;
 
@@ -573,6 +597,12 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // into H rides on this pass.
     const float* as = src + mat * a_stride + col0;
     const float* vm = v + mat * v_stride;
+#if TC_ROWSPLIT > 1
+    // This block's rows are the tile's from row0 on.
+    at += (long long)row0 * lda;
+    as += (long long)row0 * lda;
+    vm += (long long)row0 * TC_NB;
+#endif
     const float* tm = t + mat * t_stride;
 
     // T's used triangle (r <= c < w); read in step 2, after two barriers.
@@ -581,7 +611,10 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         s_t[(r * TC_WARPS + c % TC_WARPS) * TC_TC + c / TC_WARPS] =
             (r <= c && c < w) ? tm[e] : 0.0f;
     }
-    if (panel_col >= z || trail_col + col0 >= z) return;  // the whole block
+    // The whole block (with TC_ROWSPLIT, the whole cluster: the test is the
+    // same in every block of a tile, so no block waits at a cluster barrier
+    // for one that left).
+    if (panel_col >= z || trail_col + col0 >= z) return;
 
     // ---- 1. W = V^T A2: warp `warp` takes 16-row slabs warp, warp + WARPS, ...
     // The mma's float32 accumulation is not IEEE round-to-nearest: its error
@@ -738,6 +771,28 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         s_w[r * TC_LDW + c] = r < w ? sum : 0.0f;
     }
     __syncthreads();
+#if TC_ROWSPLIT > 1
+    // The tile's row blocks meet: each adds the cluster's W in block order
+    // (the same bits in every block) into s_part, free since the barrier
+    // above; W2 then goes to s_w once no block reads it any more.
+    cluster_barrier();
+    for (int e = tid; e < TC_NB * TC_BN; e += TC_THREADS) {
+        const int idx = (e / TC_BN) * TC_LDW + e % TC_BN;
+        float x[TC_ROWSPLIT];
+#pragma unroll
+        for (int q = 0; q < TC_ROWSPLIT; ++q) x[q] = cluster_ld_f32(&s_w[idx], (u32)q);
+        float sum = x[0];
+#pragma unroll
+        for (int q = 1; q < TC_ROWSPLIT; ++q) sum += x[q];
+        s_part[idx] = sum;
+    }
+    cluster_barrier();
+    const float* s_wt = s_part;
+    float* s_w2 = s_w;
+#else
+    const float* s_wt = s_w;
+    float* s_w2 = s_part;
+#endif
 
     // ---- 2. W2 = T^T W in float32, into s_part (free after the barrier).
     // Thread (warp cw, lane) computes rows c = cw + TC_WARPS j of columns
@@ -746,7 +801,6 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // cost two loads per FMA: a quarter of the launch's instructions at
     // n = 512, docs/perf/qr-gpu.md, session 14.) Each sum runs over r in
     // order from 0; T's zeros past the triangle add zeros.
-    float* s_w2 = s_part;
     {
         float sum[TC_TC][TC_NQ];
 #pragma unroll
@@ -757,7 +811,7 @@ extern "C" __global__ void __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
         for (int r = 0; r < TC_NB; ++r) {
             float wr[TC_NQ], tr[TC_TC];
 #pragma unroll
-            for (int q = 0; q < TC_NQ; ++q) wr[q] = s_w[r * TC_LDW + lane + 32 * q];
+            for (int q = 0; q < TC_NQ; ++q) wr[q] = s_wt[r * TC_LDW + lane + 32 * q];
 #pragma unroll
             for (int j = 0; j < TC_TC; j += 4) {
                 const tc_f4 t4 =
