@@ -430,17 +430,23 @@ fn panel_variant(
 /// panels and every distribution, each bitwise equal to the single-stream
 /// result (the same operations in the same order per element).
 fn look_ahead(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    // The row split sums a look-ahead tile's W in another order than the
+    // same tile in a launch of many (by design), so it is off here.
+    let base = qr_gpu::Tuning {
+        tensor_row_split: 0,
+        ..qr_gpu::Tuning::default()
+    };
     for s in [Strategy::Blocked, Strategy::Cluster] {
         let ahead = (**g)
             .clone()
             .with_strategy(Some(s))
             .with_tuning(qr_gpu::Tuning {
                 look_ahead: true,
-                ..qr_gpu::Tuning::default()
+                ..base.clone()
             });
         let plain = ahead.clone().with_tuning(qr_gpu::Tuning {
             look_ahead: false,
-            ..qr_gpu::Tuning::default()
+            ..base.clone()
         });
         let specs = sizes_and_cases(&[33, 63, 64, 65, 96, 97, 200, 512, 1000], (3, 300, 0.0), 20);
         same_bits(&ahead, &plain, &specs, 1300, &format!("{s} look ahead"))?;
