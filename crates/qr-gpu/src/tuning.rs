@@ -92,17 +92,18 @@ pub struct Tuning {
     /// (sized like the tall panels) for every order, folding the previous
     /// panel's update of its columns in (`qr_fold_apply`, as the folding
     /// shared-memory panel does) where the fold's shared memory fits. Off:
-    /// written after session 15's last device call and not yet run on a
-    /// GPU; the GPU test `register_panel` and `bench_suite --sweep --only
-    /// "register panel fold"` are ready for it.
+    /// within 1% or slower on the H200 (docs/perf/qr-gpu.md, table
+    /// "register panel fold", session 16), off / on: 40 x 176 226.6 /
+    /// 240.4 us, 40 x 352 566.7 / 564.4, 40 x 512 959.4 / 969.9.
     pub reg_panel_fold: bool,
     /// `cluster` path on the register panel: the blocks of a matrix meet
     /// once per reflector (each block's sums pushed into every block's
     /// shared memory with st.async, one mbarrier wait) and every thread
     /// forms the reflector, instead of two block barriers and a cluster
-    /// barrier with remote loads around warp 0's reflector. On: written in
-    /// session 16; table "register cluster one barrier" (docs/perf/qr-gpu.md,
-    /// Session 16, `bench_suite --sweep --only "cluster one barrier"`).
+    /// barrier with remote loads around warp 0's reflector. On: faster on
+    /// every cluster shape of the H200 (docs/perf/qr-gpu.md, table
+    /// "register cluster one barrier", session 16), off / on: 2 x 4096
+    /// 13796.4 / 12594.9 us, 8 x 2048 6342.8 / 5646.3.
     pub reg_panel_cluster_one_barrier: bool,
     /// Tensor-core update: load the next slab before the current one's mma
     /// (one block per SM for the registers it needs). Off: slower on the
@@ -290,9 +291,10 @@ pub struct Tuning {
     /// (the look-ahead update of a few-matrix plan: one tile per matrix)
     /// splits each tile's rows over a cluster of up to this many blocks,
     /// which add their W partials in block order through distributed
-    /// shared memory (`trailing_tc::row_split`); 0 or 1: off. Written in
-    /// session 16; table "tensor row split" (docs/perf/qr-gpu.md, Session
-    /// 16, `bench_suite --sweep --only "tensor row split"`).
+    /// shared memory (`trailing_tc::row_split`, which also keeps such a
+    /// launch to half the SMs); 0 or 1: off. 8: on the H200
+    /// (docs/perf/qr-gpu.md, table "tensor row split", session 16), off /
+    /// 8: 2 x 4096 12719.7 / 9991.1 us, 8 x 2048 5691.0 / 5579.3.
     pub tensor_row_split: u32,
     /// Fewest rows per block of a row-split tile (`tensor_row_split`).
     pub tensor_row_split_min_rows: usize,
