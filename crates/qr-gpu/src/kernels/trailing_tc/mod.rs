@@ -144,6 +144,17 @@ pub(crate) struct Staging {
 /// width `w`, with the next slab prefetched when `prefetch`, blocks of
 /// `warps` (4 or 8) warps, A2 kept in shared memory between the passes
 /// where `staging` allows it and the tile fits beside a resident block.
+/// The row-split cluster sizes the kernel compiles (`TC_ROWSPLIT`): `k`
+/// rounded down to 1, 2, 4 or 8 (the portable cluster limit).
+fn split_size(k: u32) -> u32 {
+    match k {
+        8.. => 8,
+        4..=7 => 4,
+        2..=3 => 2,
+        _ => 1,
+    }
+}
+
 /// Blocks of a thread-block cluster that split each tile's rows
 /// (`TC_ROWSPLIT`) in a launch of `blocks` tiles over `nrow` rows: the
 /// largest power of two up to `max` (at most 8, the portable cluster size)
@@ -162,12 +173,7 @@ pub(crate) fn row_split(
     max: u32,
     min_rows: usize,
 ) -> u32 {
-    let mut k: u32 = match max {
-        8.. => 8,
-        4..=7 => 4,
-        2..=3 => 2,
-        _ => 1,
-    };
+    let mut k = split_size(max);
     while k > 1
         && (blocks.saturating_mul(k as usize).saturating_mul(2) > sm_count as usize
             || nrow < (k as usize).saturating_mul(min_rows))
@@ -189,12 +195,7 @@ pub(crate) fn launch(
     staging: Staging,
     row_split: u32,
 ) -> Result<(), QrError> {
-    let row_split = match row_split {
-        8.. => 8,
-        4..=7 => 4,
-        2..=3 => 2,
-        _ => 1,
-    };
+    let row_split = split_size(row_split);
     if ntrail == 0 || mats == 0 {
         return Ok(());
     }
