@@ -298,8 +298,17 @@ impl fmt::Display for Plan {
                 },
                 if self.panel.tensor_trailing {
                     format!(
-                        "tensor cores (tf32 3-pass, {}-warp blocks)",
-                        self.panel.tensor_warps
+                        "tensor cores (tf32 3-pass, {}-warp blocks{})",
+                        self.panel.tensor_warps,
+                        if self.panel.tensor_row_split > 1 {
+                            format!(
+                                "; launches of few tiles (half the SMs at most) split their rows over clusters \
+                                 of up to {} blocks",
+                                self.panel.tensor_row_split.min(8)
+                            )
+                        } else {
+                            String::new()
+                        }
                     )
                 } else {
                     "cuBLAS SGEMM".to_string()
