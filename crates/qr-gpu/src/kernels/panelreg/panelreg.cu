@@ -399,14 +399,16 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         // Slot s of meeting r = s mod 2: every block's sums, the pivot row.
         __shared__ float xsum[2][PREG_CLUSTER][PREG_NB];
         __shared__ float xrow[2][PREG_NB];
-        // Row r's block (padding reflectors past the last row: the last).
-        const auto owner_of = [&](int r) { return min(r / chunk, PREG_GROUPS - 1); };
+        // Whether this block holds panel row r (r < w <= nrow, so exactly one
+        // block does): a compare instead of the division of r / chunk on
+        // warp 0's way to the meeting.
+        const auto owns = [&](int r) { return (unsigned)(r - rb) < (unsigned)rows; };
 #else
         constexpr int rb = 0;
 #endif
         preg_dots(a, 0, rb, tid, rows, lane, redf[0][warp]);
 #if PREG_CLUSTER > 0
-        if (g == owner_of(0) && tid == 0 - rb) preg_publish(a[0], rowf[0]);
+        if (owns(0) && tid == 0) preg_publish(a[0], rowf[0]);
 #else
         if (tid == 0) preg_publish(a[0], rowf[0]);
 #endif
@@ -431,7 +433,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 // meeting's slot: no overrun.
                 if (lane == 0)
                     mbar_arrive_expect_tx(&pmbar[par], (u32)((PREG_CLUSTER + 1) * PREG_NB * 4));
-                const bool own = g == owner_of(r);
+                const bool own = owns(r);
                 const float rv = rowf[par][lane];
 #pragma unroll
                 for (int q = 0; q < PREG_CLUSTER; ++q) {
@@ -557,7 +559,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 preg_dots(a, r + 1, rb, tid, rows, lane, redf[par ^ 1][warp]);
                 // Row r + 1 lies in its thread's first register row.
 #if PREG_CLUSTER > 0
-                if (g == owner_of(r + 1) && tid == r + 1 - rb) preg_publish(a[0], rowf[par ^ 1]);
+                if (owns(r + 1) && tid == r + 1 - rb) preg_publish(a[0], rowf[par ^ 1]);
 #else
                 if (tid == r + 1) preg_publish(a[0], rowf[par ^ 1]);
 #endif
