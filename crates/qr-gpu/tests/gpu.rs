@@ -70,6 +70,24 @@ fn sizes(g: &GpuBackend, s: Strategy) -> Vec<usize> {
     v
 }
 
+/// Gates `b` at each order of `ns` (batch `batch_for(n)`, condition 2, the
+/// qr_v2 cases in turn from `case0`; input seeded `seed` plus the index).
+fn gate_orders(
+    b: &GpuBackend,
+    ns: &[usize],
+    case0: usize,
+    seed: u64,
+    label: &str,
+) -> Result<(), Failed> {
+    for (i, &n) in ns.iter().enumerate() {
+        let case = Case::ALL_QR_V2[(i + case0) % Case::ALL_QR_V2.len()];
+        let sp = spec(batch_for(n), n, 2.0, case);
+        let a = generate(&sp, seed + i as u64);
+        gate(b, sp.shape()?, &a, &format!("{label} {sp}"))?;
+    }
+    Ok(())
+}
+
 /// The cuBLAS SGEMM trailing update (the fallback of devices without tf32
 /// tensor cores) on every panel strategy, sizes around the limits.
 fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
@@ -82,12 +100,7 @@ fn sgemm_trailing(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             .clone()
             .with_tuning(tuning.clone())
             .with_strategy(Some(s));
-        for (i, n) in [33, 200, 513, 1000].into_iter().enumerate() {
-            let case = Case::ALL_QR_V2[(i + 3) % Case::ALL_QR_V2.len()];
-            let sp = spec(batch_for(n), n, 2.0, case);
-            let a = generate(&sp, 300 + i as u64);
-            gate(&b, sp.shape()?, &a, &format!("{s} sgemm {sp}"))?;
-        }
+        gate_orders(&b, &[33, 200, 513, 1000], 3, 300, &format!("{s} sgemm"))?;
     }
     Ok(())
 }
@@ -121,12 +134,7 @@ fn register_cluster_meetings(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             .clone()
             .with_tuning(tuning)
             .with_strategy(Some(Strategy::Cluster));
-        for (i, n) in [2048, 3000, 4096].into_iter().enumerate() {
-            let case = Case::ALL_QR_V2[(i + 2) % Case::ALL_QR_V2.len()];
-            let sp = spec(batch_for(n), n, 2.0, case);
-            let a = generate(&sp, 3200 + i as u64);
-            gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
-        }
+        gate_orders(&b, &[2048, 3000, 4096], 2, 3200, &label)?;
     }
     Ok(())
 }
@@ -400,15 +408,8 @@ fn panel_variant(
         .clone()
         .with_tuning(tuning.clone())
         .with_strategy(Some(s));
-    for (i, n) in [1, 16, 17, 31, 33, 48, 49, 65, 200, 511, 513, 1000]
-        .into_iter()
-        .enumerate()
-    {
-        let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
-        let sp = spec(batch_for(n), n, 2.0, case);
-        let a = generate(&sp, seed + i as u64);
-        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
-    }
+    let orders = [1, 16, 17, 31, 33, 48, 49, 65, 200, 511, 513, 1000];
+    gate_orders(&b, &orders, 0, seed, label)?;
     for (i, case) in Case::all().enumerate() {
         let sp = spec(3, 300, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
         let a = generate(&sp, seed + 100 + i as u64);
@@ -715,12 +716,8 @@ fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             .clone()
             .with_tuning(tuning.clone())
             .with_strategy(Some(s));
-        for (i, n) in [33, 65, 200, 513, 1000].into_iter().enumerate() {
-            let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
-            let sp = spec(batch_for(n), n, 2.0, case);
-            let a = generate(&sp, 700 + i as u64);
-            gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
-        }
+        let label = format!("{s} tensor warps 4");
+        gate_orders(&b, &[33, 65, 200, 513, 1000], 1, 700, &label)?;
         for (i, case) in Case::all().enumerate() {
             let sp = spec(3, 300, 2.0, case);
             let a = generate(&sp, 800 + i as u64);

@@ -167,6 +167,25 @@ __device__ __forceinline__ void preg_dots(const float (&a)[PREG_RPT][PREG_NB], i
     out[lane] = preg_transpose_sum(part, lane);
 }
 
+// The cold path's sums of reflector r in double, slot by slot: out[c] (the
+// warp's slice) gets the warp's sum over its rows below r of
+// x * A[., slot c], x = slot 0. `rb` is the block's first panel row.
+__device__ __forceinline__ void preg_dots_f64(const float (&a)[PREG_RPT][PREG_NB], int r, int rb,
+                                              int tid, int rows, int lane, double* out) {
+#pragma unroll 1
+    for (int c = 0; c < PREG_NB; ++c) {
+        double d = 0.0;
+#pragma unroll
+        for (int k = 0; k < PREG_RPT; ++k) {
+            const int lr = tid + k * PREG_THREADS;
+            const double x = rb + lr > r && lr < rows ? (double)a[k][0] : 0.0;
+            d = fma(x, (double)preg_pick(a[k], c), d);
+        }
+        d = warp_sum_f64(d);
+        if (lane == c) out[c] = d;
+    }
+}
+
 // A row's 32 slots into shared memory, 16 bytes at a time.
 __device__ __forceinline__ void preg_publish(const float (&row)[PREG_NB], float* dst) {
 #pragma unroll
@@ -476,40 +495,23 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             } else {
                 // A (nearly) vanished column: its sums again in double, slot
                 // by slot (cold: rank-deficient and structured matrices).
-#pragma unroll 1
-                for (int c = 0; c < PREG_NB; ++c) {
-                    double d = 0.0;
-#pragma unroll
-                    for (int k = 0; k < PREG_RPT; ++k) {
-                        const int lr = tid + k * PREG_THREADS;
-                        const double x = rb + lr > r && lr < rows ? (double)a[k][0] : 0.0;
-                        d = fma(x, (double)preg_pick(a[k], c), d);
-                    }
-                    d = warp_sum_f64(d);
-                    if (lane == c) red2[warp][c] = d;
-                }
+                preg_dots_f64(a, r, rb, tid, rows, lane, red2[warp]);
                 __syncthreads();
                 double tl = 0.0;
 #pragma unroll
                 for (int q = 0; q < PREG_WARPS; ++q) tl += red2[q][lane];
 #if PREG_CLUSTER > 0
-                // The blocks' double sums meet as in the two-meeting loop
-                // (pulled behind a cluster barrier, added in block order).
-                if (warp == 0) mt.part[slot][lane] = tl;
-                cluster_barrier();
-                if (warp == 0) {
-                    double x[PREG_CLUSTER];
-#pragma unroll
-                    for (int q = 0; q < PREG_CLUSTER; ++q)
-                        x[q] = cluster_ld_f64(&mt.part[slot][lane], (u32)q);
-                    double s = 0.0;
-#pragma unroll
-                    for (int q = 0; q < PREG_CLUSTER; ++q) s += x[q];
-                    red[0][lane] = s;
+                {
+                    // The blocks' double sums meet as in the two-meeting
+                    // loop (its pull meeting; the row and flags it also
+                    // passes are not needed here), then reach every warp.
+                    u32 any = 0;
+                    float row = 0.0f;
+                    preg_meet(mt, slot, 0, tl, any, row);
+                    if (warp == 0) red[0][lane] = tl;
+                    __syncthreads();
+                    tl = red[0][lane];
                 }
-                slot ^= 1;
-                __syncthreads();
-                tl = red[0][lane];
 #endif
                 const double tr = __shfl_sync(0xffffffffu, tl, 0);
                 const Reflector rf = make_reflector(alpha, tr);
@@ -631,17 +633,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         }
         __syncthreads();
         if (s_redo) {
-#pragma unroll 1
-            for (int c = 0; c < PREG_NB; ++c) {
-                double d = 0.0;
-#pragma unroll
-                for (int k = 0; k < PREG_RPT; ++k) {
-                    const double x = r0 + tid + k * PREG_THREADS > r ? (double)a[k][0] : 0.0;
-                    d = fma(x, (double)preg_pick(a[k], c), d);
-                }
-                d = warp_sum_f64(d);
-                if (lane == c) red2[warp][c] = d;
-            }
+            preg_dots_f64(a, r, r0, tid, rows, lane, red2[warp]);
             __syncthreads();
             if (warp == 0) {
                 t = 0.0;
