@@ -308,6 +308,20 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for lanes in [1u32, 2, 3, 4] {
+        let t = Tuning {
+            batch_lanes: lanes,
+            batch_lanes_min_batch_per_sm: 0,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["640,512,2,dense", "640,512,0,rankdef"],
+            format!("batch lanes {lanes}"),
+            None,
+            &t,
+        );
+    }
     for one in [false, true] {
         let t = Tuning {
             reg_panel_cluster_one_barrier: one,

@@ -114,7 +114,7 @@ pub(crate) fn device_bench(
         {
             let _queueing = engine.queueing();
             if flush_len > 0 {
-                engine.memset_u32(fp, round, flush_len)?;
+                engine.memset_u32(stream, fp, round, flush_len)?;
             }
             start.record(stream).ctx("recording the start event")?;
         }

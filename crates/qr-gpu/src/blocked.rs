@@ -14,7 +14,7 @@ use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
 use crate::bench::Operands;
-use crate::engine::Engine;
+use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panel16;
@@ -36,9 +36,11 @@ const MAX_MATS_PER_LAUNCH: usize = 65_535;
 /// tensor-core update the first panel's two kernels (either panel kernel)
 /// read `a` and write `h`, so the input is copied on the way instead of by
 /// a separate pass over the whole batch; otherwise `a` is copied into `h`
-/// first and everything runs in place.
+/// first and everything runs in place. Everything is queued on `lane`'s
+/// streams with its scratch.
 pub(crate) fn factor(
     engine: &Engine,
+    lane: &Lane,
     plan: &Plan,
     shape: Shape,
     ops: Operands,
@@ -49,11 +51,11 @@ pub(crate) fn factor(
     let threads = plan.panel.threads;
     let meeting = plan.panel.meeting(plan.strategy);
     let global = meeting == Meeting::Global;
-    let stream = engine.stream();
-    let mut ws = engine.workspace();
+    let stream = lane.stream();
+    let mut ws = lane.workspace();
     let reg_rows = plan.panel.rows_per_thread;
     let zcol = ws.zcol.ensure(stream, batch)?;
-    util::zero_nonfinite_zcol(engine, shape, info, zcol)?;
+    util::zero_nonfinite_zcol(engine, stream, shape, info, zcol)?;
     let out_of_place = plan.panel.tensor_trailing;
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
@@ -67,13 +69,13 @@ pub(crate) fn factor(
         0
     };
     if checks_aside {
-        engine.aux_waits_main()?;
-        util::scan(engine, engine.aux_stream(), shape, a, info, zcol)?;
+        lane.aux_waits_main()?;
+        util::scan(engine, lane.aux_stream(), shape, a, info, zcol)?;
     } else {
         util::scan(engine, stream, shape, a, info, zcol)?;
     }
     if !out_of_place {
-        engine.copy_dtod(h, a, shape.a_bytes())?;
+        engine.copy_dtod(stream, h, a, shape.a_bytes())?;
     }
     let mut buf = PanelBuffers {
         h,
@@ -129,7 +131,7 @@ pub(crate) fn factor(
     };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
     if let (true, Some(f)) = (global, &f) {
-        engine.memset_u32(buf.counters, 0, 2 * batch)?;
+        engine.memset_u32(stream, buf.counters, 0, 2 * batch)?;
         // The blocks of one matrix wait for each other, so all of a launch's
         // blocks must be resident at once.
         let per_sm = f
@@ -172,9 +174,9 @@ pub(crate) fn factor(
     } else {
         None
     };
-    let side = engine.side_stream();
+    let side = lane.side_stream();
     if ahead {
-        engine.side_waits_main()?;
+        lane.side_waits_main()?;
     }
     let panel_stream = if ahead { side } else { stream };
     let (v1, t1) = (buf.v, buf.t);
@@ -195,11 +197,11 @@ pub(crate) fn factor(
     // The check of the rows and columns final at mid-factorization, once
     // the step that finishes them is queued.
     let mid_check = || -> Result<(), QrError> {
-        engine.aux_waits_main()?;
+        lane.aux_waits_main()?;
         if ahead {
-            engine.aux_waits_side()?;
+            lane.aux_waits_side()?;
         }
-        let aux = engine.aux_stream();
+        let aux = lane.aux_stream();
         let out = (h, tau, info);
         let top = util::Region {
             rows: (0, split),
@@ -226,16 +228,16 @@ pub(crate) fn factor(
             && n - p == corner.n
         {
             if ahead {
-                engine.side_waits_main()?;
+                lane.side_waits_main()?;
             }
             smem::launch_corner(engine, panel_stream, plan, corner, h, tau, info)?;
             break;
         }
         if checks_aside && k == 1 {
             if ahead {
-                engine.side_waits_aux()?;
+                lane.side_waits_aux()?;
             }
-            engine.main_waits_aux()?;
+            lane.main_waits_aux()?;
         }
         // The previous panel's V and T, for the fold.
         let prev = (fold && k > 0).then_some((buf.v, buf.t));
@@ -305,8 +307,8 @@ pub(crate) fn factor(
                 // (its update, or with the fold the next panel itself) wait
                 // for the previous bulk, which covered them too.
                 if ahead {
-                    engine.main_waits_side()?;
-                    engine.side_waits_main()?;
+                    lane.main_waits_side()?;
+                    lane.side_waits_main()?;
                 }
                 if !fold {
                     tensor_update(engine, side, plan, p, w, (p + w, next), &buf)?;
@@ -334,12 +336,12 @@ pub(crate) fn factor(
         }
     }
     if ahead {
-        engine.main_waits_side()?;
+        lane.main_waits_side()?;
     }
     if checks_aside {
         // The overflow check after the last step reads info, and the fill
         // follows the early check.
-        engine.main_waits_aux()?;
+        lane.main_waits_aux()?;
     }
     Ok(split)
 }

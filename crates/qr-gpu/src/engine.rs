@@ -46,21 +46,131 @@ fn wait_for(waiter: &CudaStream, other: &CudaStream, event: &CudaEvent) -> Resul
     Ok(())
 }
 
-/// Everything long-lived that the kernels and libraries need.
+/// Most lanes an engine has: the batch groups of one call (`Plan`'s
+/// `lanes`) each queue on their own.
+pub const MAX_LANES: usize = 4;
+
+/// One set of streams a blocked factorization queues on, and its scratch:
+/// the main stream, a priority stream for the panels' chain and a
+/// low-priority one for the checks, with the events that order them.
+/// Lane 0 is the engine's own (its main stream is the engine's stream);
+/// the others let groups of one batch run their chains independently
+/// (`Plan`'s `lanes`).
 #[derive(Debug)]
-pub(crate) struct Engine {
-    info: DeviceInfo,
-    ctx: Arc<CudaContext>,
-    stream: Arc<CudaStream>,
+pub(crate) struct Lane {
+    main: Arc<CudaStream>,
     side: SideStream,
     aux: SideStream,
     /// Orders the side stream after the auxiliary one.
     aux_to_side: CudaEvent,
     /// Orders the auxiliary stream after the side one.
     side_to_aux: CudaEvent,
+    /// Orders this lane's main stream after the engine's (fork).
+    fork: CudaEvent,
+    /// Orders the engine's stream after this lane's main one (join).
+    join: CudaEvent,
+    workspace: Mutex<Workspace>,
+}
+
+impl Lane {
+    fn new(ctx: &Arc<CudaContext>, main: Arc<CudaStream>) -> Result<Self, QrError> {
+        let (least, greatest) = cudarc::driver::result::stream::get_priority_range()
+            .ctx("querying the stream priorities")?;
+        let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
+        Ok(Self {
+            main,
+            side: SideStream::new(ctx, greatest, "priority")?,
+            aux: SideStream::new(ctx, least, "auxiliary")?,
+            aux_to_side: ctx.new_event(flags).ctx("creating an event")?,
+            side_to_aux: ctx.new_event(flags).ctx("creating an event")?,
+            fork: ctx.new_event(flags).ctx("creating an event")?,
+            join: ctx.new_event(flags).ctx("creating an event")?,
+            workspace: Mutex::new(Workspace::default()),
+        })
+    }
+
+    /// The lane's main stream.
+    pub(crate) fn stream(&self) -> &Arc<CudaStream> {
+        &self.main
+    }
+
+    /// The lane's highest-priority stream, for the blocked paths' critical
+    /// chain (panels) beside the trailing updates on the main stream.
+    pub(crate) fn side_stream(&self) -> &Arc<CudaStream> {
+        &self.side.stream
+    }
+
+    /// Makes the side stream wait for everything queued on the main stream.
+    pub(crate) fn side_waits_main(&self) -> Result<(), QrError> {
+        wait_for(&self.side.stream, &self.main, &self.side.to_side)
+    }
+
+    /// Makes the main stream wait for everything queued on the side stream.
+    pub(crate) fn main_waits_side(&self) -> Result<(), QrError> {
+        wait_for(&self.main, &self.side.stream, &self.side.to_main)
+    }
+
+    /// The lane's lowest-priority stream, for work that only later steps
+    /// need (the blocked paths' input scan beside the first panel).
+    pub(crate) fn aux_stream(&self) -> &Arc<CudaStream> {
+        &self.aux.stream
+    }
+
+    /// Makes the auxiliary stream wait for everything queued on the main
+    /// stream.
+    pub(crate) fn aux_waits_main(&self) -> Result<(), QrError> {
+        wait_for(&self.aux.stream, &self.main, &self.aux.to_side)
+    }
+
+    /// Makes the main stream wait for everything queued on the auxiliary
+    /// stream.
+    pub(crate) fn main_waits_aux(&self) -> Result<(), QrError> {
+        wait_for(&self.main, &self.aux.stream, &self.aux.to_main)
+    }
+
+    /// Makes the auxiliary stream wait for everything queued on the side
+    /// stream.
+    pub(crate) fn aux_waits_side(&self) -> Result<(), QrError> {
+        wait_for(&self.aux.stream, &self.side.stream, &self.side_to_aux)
+    }
+
+    /// Makes the side stream wait for everything queued on the auxiliary
+    /// stream.
+    pub(crate) fn side_waits_aux(&self) -> Result<(), QrError> {
+        wait_for(&self.side.stream, &self.aux.stream, &self.aux_to_side)
+    }
+
+    /// Makes this lane's main stream wait for everything queued on `engine`
+    /// (the engine's stream) so far.
+    pub(crate) fn fork_from(&self, engine: &CudaStream) -> Result<(), QrError> {
+        wait_for(&self.main, engine, &self.fork)
+    }
+
+    /// Makes `engine` (the engine's stream) wait for everything queued on
+    /// this lane's main stream so far.
+    pub(crate) fn join_into(&self, engine: &CudaStream) -> Result<(), QrError> {
+        wait_for(engine, &self.main, &self.join)
+    }
+
+    /// The lane's scratch.
+    pub(crate) fn workspace(&self) -> MutexGuard<'_, Workspace> {
+        self.workspace
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+}
+
+/// Everything long-lived that the kernels and libraries need.
+#[derive(Debug)]
+pub(crate) struct Engine {
+    info: DeviceInfo,
+    ctx: Arc<CudaContext>,
+    stream: Arc<CudaStream>,
+    /// The stream sets of the blocked paths; lane 0's main stream is
+    /// `stream`.
+    lanes: Vec<Lane>,
     blas: CudaBlas,
     cache: ModuleCache,
-    workspace: Mutex<Workspace>,
     staging: Mutex<Staging>,
     graphs: Mutex<Graphs>,
     /// Held while the engine queues work on its stream, so that a call
@@ -82,13 +192,11 @@ impl Engine {
         // are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("creating the engine's stream")?;
-        let (least, greatest) = cudarc::driver::result::stream::get_priority_range()
-            .ctx("querying the stream priorities")?;
-        let side = SideStream::new(&ctx, greatest, "priority")?;
-        let aux = SideStream::new(&ctx, least, "auxiliary")?;
-        let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
-        let aux_to_side = ctx.new_event(flags).ctx("creating an event")?;
-        let side_to_aux = ctx.new_event(flags).ctx("creating an event")?;
+        let mut lanes = vec![Lane::new(&ctx, stream.clone())?];
+        for _ in 1..MAX_LANES {
+            let main = ctx.new_stream().ctx("creating a lane's stream")?;
+            lanes.push(Lane::new(&ctx, main)?);
+        }
         let cublas = blas(CudaBlas::new(stream.clone()), "creating the cuBLAS handle")?;
         // Full float32 products: the default math mode, never TF32, whose
         // 10-bit mantissa would break the factor-residual gate.
@@ -107,13 +215,9 @@ impl Engine {
             info,
             ctx,
             stream,
-            side,
-            aux,
-            aux_to_side,
-            side_to_aux,
+            lanes,
             blas: cublas,
             cache: ModuleCache::default(),
-            workspace: Mutex::new(Workspace::default()),
             staging: Mutex::new(Staging::default()),
             graphs: Mutex::new(Graphs::default()),
             queueing: Mutex::new(()),
@@ -135,50 +239,9 @@ impl Engine {
         &self.stream
     }
 
-    /// The highest-priority stream, for the blocked paths' critical chain
-    /// (panels) beside the trailing updates on `stream`.
-    pub(crate) fn side_stream(&self) -> &Arc<CudaStream> {
-        &self.side.stream
-    }
-
-    /// Makes the side stream wait for everything queued on the main stream.
-    pub(crate) fn side_waits_main(&self) -> Result<(), QrError> {
-        wait_for(&self.side.stream, &self.stream, &self.side.to_side)
-    }
-
-    /// Makes the main stream wait for everything queued on the side stream.
-    pub(crate) fn main_waits_side(&self) -> Result<(), QrError> {
-        wait_for(&self.stream, &self.side.stream, &self.side.to_main)
-    }
-
-    /// A third stream, of the lowest priority, for work that only later
-    /// steps need (the blocked paths' input scan beside the first panel).
-    pub(crate) fn aux_stream(&self) -> &Arc<CudaStream> {
-        &self.aux.stream
-    }
-
-    /// Makes the auxiliary stream wait for everything queued on the main
-    /// stream.
-    pub(crate) fn aux_waits_main(&self) -> Result<(), QrError> {
-        wait_for(&self.aux.stream, &self.stream, &self.aux.to_side)
-    }
-
-    /// Makes the main stream wait for everything queued on the auxiliary
-    /// stream.
-    pub(crate) fn main_waits_aux(&self) -> Result<(), QrError> {
-        wait_for(&self.stream, &self.aux.stream, &self.aux.to_main)
-    }
-
-    /// Makes the auxiliary stream wait for everything queued on the side
-    /// stream.
-    pub(crate) fn aux_waits_side(&self) -> Result<(), QrError> {
-        wait_for(&self.aux.stream, &self.side.stream, &self.side_to_aux)
-    }
-
-    /// Makes the side stream wait for everything queued on the auxiliary
-    /// stream.
-    pub(crate) fn side_waits_aux(&self) -> Result<(), QrError> {
-        wait_for(&self.side.stream, &self.aux.stream, &self.aux_to_side)
+    /// Lane `i` (< [`MAX_LANES`]); lane 0 queues on the engine's stream.
+    pub(crate) fn lane(&self, i: usize) -> &Lane {
+        &self.lanes[i]
     }
 
     /// The raw cuBLAS handle (bound to the engine's stream).
@@ -203,11 +266,9 @@ impl Engine {
         self.cache.len()
     }
 
-    /// The blocked paths' scratch.
+    /// The blocked paths' scratch of lane 0 (the engine's stream).
     pub(crate) fn workspace(&self) -> MutexGuard<'_, Workspace> {
-        self.workspace
-            .lock()
-            .unwrap_or_else(PoisonError::into_inner)
+        self.lanes[0].workspace()
     }
 
     /// Exclusive use of the engine's stream for queueing: every path of the
@@ -228,27 +289,35 @@ impl Engine {
         self.staging.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
-    /// Queues `count` 32-bit words of `value` at `dst`.
-    pub(crate) fn memset_u32(&self, dst: u64, value: u32, count: usize) -> Result<(), QrError> {
+    /// Queues on `stream` `count` 32-bit words of `value` at `dst`.
+    pub(crate) fn memset_u32(
+        &self,
+        stream: &CudaStream,
+        dst: u64,
+        value: u32,
+        count: usize,
+    ) -> Result<(), QrError> {
         self.ctx.bind_to_thread().ctx("binding the context")?;
         // SAFETY: `dst` addresses at least `count` words owned by the caller.
-        unsafe {
-            cudarc::driver::sys::cuMemsetD32Async(dst, value, count, self.stream.cu_stream())
-        }
-        .result()
-        .ctx("cuMemsetD32Async")?;
+        unsafe { cudarc::driver::sys::cuMemsetD32Async(dst, value, count, stream.cu_stream()) }
+            .result()
+            .ctx("cuMemsetD32Async")?;
         Ok(())
     }
 
-    /// Queues a device-to-device copy of `bytes`.
-    pub(crate) fn copy_dtod(&self, dst: u64, src: u64, bytes: usize) -> Result<(), QrError> {
+    /// Queues on `stream` a device-to-device copy of `bytes`.
+    pub(crate) fn copy_dtod(
+        &self,
+        stream: &CudaStream,
+        dst: u64,
+        src: u64,
+        bytes: usize,
+    ) -> Result<(), QrError> {
         self.ctx.bind_to_thread().ctx("binding the context")?;
         // SAFETY: both ranges are `bytes` long, owned by the caller, disjoint.
-        unsafe {
-            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, self.stream.cu_stream())
-        }
-        .result()
-        .ctx("cuMemcpyDtoDAsync")?;
+        unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.cu_stream()) }
+            .result()
+            .ctx("cuMemcpyDtoDAsync")?;
         Ok(())
     }
 

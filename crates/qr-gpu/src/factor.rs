@@ -5,7 +5,7 @@ use qr_core::{QrError, Shape};
 
 use crate::bench::Operands;
 use crate::blocked;
-use crate::engine::Engine;
+use crate::engine::{Engine, Lane, MAX_LANES};
 use crate::graph;
 use crate::kernels::{smem, util};
 use crate::plan::{Plan, Strategy};
@@ -39,16 +39,60 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         return Ok(());
     }
     if shape.n() == 0 {
-        return engine.memset_u32(info, 0, shape.batch());
+        return engine.memset_u32(engine.stream(), info, 0, shape.batch());
     }
     if plan.strategy == Strategy::Smem {
         // One launch: the kernel holds the whole matrix and writes info.
         return smem::launch(engine, plan, a, h, tau, info);
     }
+    let lanes = (plan.panel.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
+    if lanes == 1 {
+        return queue_blocked(engine, engine.lane(0), plan, shape, ops);
+    }
+    // Groups of the batch on lanes of their own (`Plan`'s `lanes`): each
+    // group's chain of panels waits only for its own updates, so one
+    // group's latency-bound panels run beside another's memory-bound
+    // updates. Every matrix sees the same kernels in the same order as in
+    // one lane, so the bits are the same.
+    let (n, batch) = (shape.n(), shape.batch());
+    for l in 1..lanes {
+        engine.lane(l).fork_from(engine.stream())?;
+    }
+    let mut m0 = 0;
+    for l in 0..lanes {
+        let mats = batch / lanes + usize::from(l < batch % lanes);
+        let sub = Shape::new(mats, n)?;
+        let len = shape.matrix_len() as u64 * 4;
+        let at = |base: u64, per: u64| base + m0 as u64 * per;
+        let part = Operands {
+            a: at(a, len),
+            h: at(h, len),
+            tau: at(tau, n as u64 * 4),
+            info: at(info, 4),
+        };
+        queue_blocked(engine, engine.lane(l), plan, sub, part)?;
+        m0 += mats;
+    }
+    for l in 1..lanes {
+        engine.lane(l).join_into(engine.stream())?;
+    }
+    Ok(())
+}
+
+/// Queues the blocked factorization of `shape` on `lane`, its checks and
+/// the NaN fill of non-finite matrices included.
+fn queue_blocked(
+    engine: &Engine,
+    lane: &Lane,
+    plan: &Plan,
+    shape: Shape,
+    ops: Operands,
+) -> Result<(), QrError> {
+    let Operands { h, tau, info, .. } = ops;
     // Non-finite matrices are flagged first (inside, by the scan that also
     // finds the zero columns); they are factored with the rest (NaN only
     // flows through their own blocks) and overwritten with NaN last.
-    let split = blocked::factor(engine, plan, shape, ops)?;
+    let split = blocked::factor(engine, lane, plan, shape, ops)?;
     // A finite matrix whose R or reflectors did not fit f32 is flagged too
     // (left of and above `split`, the check is queued already).
     let n = shape.n();
@@ -57,6 +101,6 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         cols: (split, n),
         taus: (split, n),
     };
-    util::overflow_in(engine, engine.stream(), shape, (h, tau, info), rest)?;
-    util::nanfill(engine, shape, h, tau, info)
+    util::overflow_in(engine, lane.stream(), shape, (h, tau, info), rest)?;
+    util::nanfill(engine, lane.stream(), shape, h, tau, info)
 }

@@ -155,6 +155,9 @@ pub struct PanelPlan {
     /// (`Tuning::two_level_min_batch_per_sm`; a block alone per matrix with
     /// the shared-memory panel and the tensor-core update only).
     pub two_level: bool,
+    /// Groups of the batch factored on lanes of their own
+    /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
+    pub lanes: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -252,7 +255,7 @@ impl fmt::Display for Plan {
             _ => write!(
                 f,
                 "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix{}, \
-                 trailing update on {}{}{}; {}",
+                 trailing update on {}{}{}{}; {}",
                 self.strategy,
                 self.shape,
                 self.panel.groups,
@@ -322,6 +325,14 @@ impl fmt::Display for Plan {
                     ", as one CUDA graph"
                 } else {
                     ""
+                },
+                if self.panel.lanes > 1 {
+                    format!(
+                        ", the batch in {} groups on streams of their own",
+                        self.panel.lanes
+                    )
+                } else {
+                    String::new()
                 },
                 self.reason
             ),
@@ -594,6 +605,7 @@ pub fn plan(
             tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
             corner: None,
             two_level: false,
+            lanes: 1,
         },
         graph: false,
         reason,
@@ -736,6 +748,15 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && (!p.panel.checks_aside || tuning.graphs_beside_checks);
+    // Lanes: batches of several matrices per SM outside graphs (a graph's
+    // key holds lane 0's scratch only).
+    if strategy == Strategy::Blocked
+        && !p.graph
+        && (shape.batch() as u64)
+            >= u64::from(tuning.batch_lanes_min_batch_per_sm) * u64::from(device.sm_count)
+    {
+        p.panel.lanes = tuning.batch_lanes.clamp(1, crate::engine::MAX_LANES as u32);
+    }
     Ok(p)
 }
 
@@ -764,6 +785,31 @@ mod tests {
             assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
         }
         assert!("tiled".parse::<Strategy>().is_err());
+    }
+
+    #[test]
+    fn lanes_for_batches_of_several_matrices_per_sm_outside_graphs() {
+        let d = h200();
+        let t = Tuning {
+            batch_lanes: 3,
+            ..Tuning::default()
+        };
+        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
+        assert_eq!(at(640, 512, &t).panel.lanes, 3);
+        assert!(at(640, 512, &t).to_string().contains("3 groups"));
+        // Fewer than two matrices per SM; a graph; the smem strategy.
+        assert_eq!(at(60, 1024, &t).panel.lanes, 1);
+        assert_eq!(at(300, 200, &t).panel.lanes, 1);
+        assert_eq!(at(640, 64, &t).panel.lanes, 1);
+        let many = Tuning {
+            batch_lanes: 99,
+            ..t.clone()
+        };
+        assert_eq!(
+            at(640, 512, &many).panel.lanes as usize,
+            crate::engine::MAX_LANES
+        );
+        assert_eq!(at(640, 512, &Tuning::default()).panel.lanes, 1);
     }
 
     #[test]

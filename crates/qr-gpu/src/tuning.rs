@@ -308,6 +308,14 @@ pub struct Tuning {
     /// 4251 us against 3828 for the 16 whole ones), docs/perf/qr-gpu.md,
     /// table "two level", session 10.
     pub two_level_min_batch_per_sm: u32,
+    /// `blocked` path: batches of at least `batch_lanes_min_batch_per_sm`
+    /// matrices per SM (and not run as a graph) are cut into this many
+    /// groups, each factored on its own lane of streams (at most
+    /// `engine::MAX_LANES`), so that one group's panels need not wait for
+    /// the whole batch's previous update; 0 or 1: one group.
+    pub batch_lanes: u32,
+    /// Fewest matrices per SM for `batch_lanes`.
+    pub batch_lanes_min_batch_per_sm: u32,
 }
 
 impl Default for Tuning {
@@ -359,6 +367,8 @@ impl Default for Tuning {
             tensor_row_split_min_rows: 128,
             tensor_stage_ring: true,
             two_level_min_batch_per_sm: u32::MAX,
+            batch_lanes: 1,
+            batch_lanes_min_batch_per_sm: 2,
         }
     }
 }

@@ -34,23 +34,24 @@ fn slices(batch: usize, len: usize, sm_count: u32) -> u32 {
 
 /// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
 pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Result<(), QrError> {
-    engine.memset_u32(info, 0, shape.batch())?;
+    engine.memset_u32(engine.stream(), info, 0, shape.batch())?;
     scan(engine, engine.stream(), shape, a, info, 0)
 }
 
 /// As [`nonfinite`], and `zcol[b]` (a buffer of `batch` ints) = one past
 /// the last column of matrix `b` with a non-zero entry (0 for a zero
 /// matrix): the blocked path's per-call skip of exactly-zero trailing
-/// columns. The buffers are zeroed on the main stream and the scan runs on
-/// `stream`, which the caller has ordered after them.
+/// columns. The buffers are zeroed on `stream` (a lane's main stream) and
+/// the scan runs on a stream the caller has ordered after them.
 pub(crate) fn zero_nonfinite_zcol(
     engine: &Engine,
+    stream: &CudaStream,
     shape: Shape,
     info: u64,
     zcol: u64,
 ) -> Result<(), QrError> {
-    engine.memset_u32(info, 0, shape.batch())?;
-    engine.memset_u32(zcol, 0, shape.batch())
+    engine.memset_u32(stream, info, 0, shape.batch())?;
+    engine.memset_u32(stream, zcol, 0, shape.batch())
 }
 
 /// The scan of [`zero_nonfinite_zcol`]'s buffers (`zcol` 0: info only) on
@@ -160,9 +161,11 @@ pub(crate) fn overflow_in(
     Ok(())
 }
 
-/// Fills `h` and `tau` of every matrix with a non-zero `info` with NaN.
+/// Fills `h` and `tau` of every matrix with a non-zero `info` with NaN, on
+/// `stream`.
 pub(crate) fn nanfill(
     engine: &Engine,
+    stream: &CudaStream,
     shape: Shape,
     h: u64,
     tau: u64,
@@ -176,7 +179,7 @@ pub(crate) fn nanfill(
         block_dim: (256, 1, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = engine.stream().launch_builder(&f);
+    let mut b = stream.launch_builder(&f);
     b.arg(&h).arg(&tau).arg(&info).arg(&n);
     // SAFETY: `h` holds batch * n * n floats, `tau` batch * n and `info`
     // batch ints; the kernel stays within them.
