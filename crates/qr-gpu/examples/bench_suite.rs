@@ -308,6 +308,25 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for fused in [false, true] {
+        let t = Tuning {
+            fused_checks: fused,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("fused checks {fused}"),
+            None,
+            &t,
+        );
+    }
     for lanes in [1u32, 2, 3, 4] {
         let t = Tuning {
             batch_lanes: lanes,

@@ -30,9 +30,8 @@ const MAX_MATS_PER_LAUNCH: usize = 65_535;
 /// Factors the input `ops.a` into `ops.h` and `ops.tau` (`a` is only
 /// read), after (or beside the first step of) the scan that sets `info` to 1 for non-finite
 /// matrices and finds each matrix's exactly-zero trailing columns (skipped
-/// by the kernels). Returns `split`: the overflow check of every entry of H
-/// in a row or column before `split` (and of tau before it) is queued
-/// already, ordered before the main stream's next work. With the
+/// by the kernels). Returns the checks left (`Checks`), the queued ones
+/// ordered before the main stream's next work. With the
 /// tensor-core update the first panel's two kernels (either panel kernel)
 /// read `a` and write `h`, so the input is copied on the way instead of by
 /// a separate pass over the whole batch; otherwise `a` is copied into `h`
@@ -44,7 +43,7 @@ pub(crate) fn factor(
     plan: &Plan,
     shape: Shape,
     ops: Operands,
-) -> Result<usize, QrError> {
+) -> Result<Checks, QrError> {
     let Operands { a, h, tau, info } = ops;
     let (batch, n) = (shape.batch(), shape.n());
     let groups = plan.panel.groups.max(1);
@@ -54,8 +53,14 @@ pub(crate) fn factor(
     let stream = lane.stream();
     let mut ws = lane.workspace();
     let reg_rows = plan.panel.rows_per_thread;
-    let zcol = ws.zcol.ensure(stream, batch)?;
-    util::zero_nonfinite_zcol(engine, stream, shape, info, zcol)?;
+    // The zero-column bounds, then (fused checks) the writers' overflow
+    // marks: one buffer, zeroed at once.
+    let fused = plan.panel.fused_checks;
+    let zcol = ws
+        .zcol
+        .ensure(stream, if fused { 2 * batch } else { batch })?;
+    let oflow = if fused { zcol + (batch * 4) as u64 } else { 0 };
+    util::zero_nonfinite_zcol(engine, stream, shape, info, zcol, fused)?;
     let out_of_place = plan.panel.tensor_trailing;
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
@@ -63,7 +68,7 @@ pub(crate) fn factor(
     // once the step ending at column `split` is queued, the overflow check
     // of the rows and columns before it (final from then on).
     let checks_aside = plan.panel.checks_aside && out_of_place && !plan.panel.two_level;
-    let split = if checks_aside && n > 2 * NB {
+    let split = if checks_aside && n > 2 * NB && !fused {
         (n / 2).next_multiple_of(NB)
     } else {
         0
@@ -100,6 +105,7 @@ pub(crate) fn factor(
         } else {
             0
         },
+        oflow,
     };
     let (wbuf, w2buf) = if plan.panel.tensor_trailing {
         (0, 0)
@@ -343,7 +349,18 @@ pub(crate) fn factor(
         // follows the early check.
         lane.main_waits_aux()?;
     }
-    Ok(split)
+    Ok(Checks { split, oflow })
+}
+
+/// What a factorization leaves the caller to check.
+pub(crate) struct Checks {
+    /// The overflow check of every entry of H in a row or column before
+    /// `split` (and of tau before it) is queued already.
+    pub split: usize,
+    /// With `Plan`'s `fused_checks`, the writers' overflow marks (batch
+    /// ints), which the NaN fill turns into info; every value of H and tau
+    /// is checked as it is written, so no separate check is left. Else 0.
+    pub oflow: u64,
 }
 
 /// The 32-column panel at column `p` (width `w`) as two 16-column halves
@@ -431,6 +448,11 @@ fn tensor_update(
             zcol: buf.zcol + (mat0 * 4) as u64,
             panel_col: p,
             trail_col: c0,
+            oflow: if buf.oflow == 0 {
+                0
+            } else {
+                buf.oflow + (mat0 * 4) as u64
+            },
         };
         trailing_tc::launch(
             engine,

@@ -70,7 +70,13 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
             tau: at(tau, n as u64 * 4),
             info: at(info, 4),
         };
-        queue_blocked(engine, engine.lane(l), plan, sub, part)?;
+        // The group's own shape: the kernels' launches size their grids by
+        // the plan's batch.
+        let group = Plan {
+            shape: sub,
+            ..plan.clone()
+        };
+        queue_blocked(engine, engine.lane(l), &group, sub, part)?;
         m0 += mats;
     }
     for l in 1..lanes {
@@ -92,15 +98,19 @@ fn queue_blocked(
     // Non-finite matrices are flagged first (inside, by the scan that also
     // finds the zero columns); they are factored with the rest (NaN only
     // flows through their own blocks) and overwritten with NaN last.
-    let split = blocked::factor(engine, lane, plan, shape, ops)?;
-    // A finite matrix whose R or reflectors did not fit f32 is flagged too
-    // (left of and above `split`, the check is queued already).
-    let n = shape.n();
-    let rest = util::Region {
-        rows: (split, n),
-        cols: (split, n),
-        taus: (split, n),
-    };
-    util::overflow_in(engine, lane.stream(), shape, (h, tau, info), rest)?;
-    util::nanfill(engine, lane.stream(), shape, h, tau, info)
+    let checks = blocked::factor(engine, lane, plan, shape, ops)?;
+    // A finite matrix whose R or reflectors did not fit f32 is flagged too:
+    // marked by the kernels as they wrote (the fill turns the marks into
+    // info), or checked here (left of and above `split`, the check is
+    // queued already).
+    if checks.oflow == 0 {
+        let (split, n) = (checks.split, shape.n());
+        let rest = util::Region {
+            rows: (split, n),
+            cols: (split, n),
+            taus: (split, n),
+        };
+        util::overflow_in(engine, lane.stream(), shape, (h, tau, info), rest)?;
+    }
+    util::nanfill(engine, lane.stream(), shape, (h, tau), info, checks.oflow)
 }

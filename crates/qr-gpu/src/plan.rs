@@ -158,6 +158,10 @@ pub struct PanelPlan {
     /// Groups of the batch factored on lanes of their own
     /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
     pub lanes: u32,
+    /// The kernels check H and tau for overflow as they write them
+    /// (`Tuning::fused_checks`): the register panel and the tensor-core
+    /// update without a fold, two-level panels or a corner.
+    pub fused_checks: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -255,7 +259,7 @@ impl fmt::Display for Plan {
             _ => write!(
                 f,
                 "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix{}, \
-                 trailing update on {}{}{}{}; {}",
+                 trailing update on {}{}{}{}{}; {}",
                 self.strategy,
                 self.shape,
                 self.panel.groups,
@@ -323,6 +327,11 @@ impl fmt::Display for Plan {
                 },
                 if self.graph {
                     ", as one CUDA graph"
+                } else {
+                    ""
+                },
+                if self.panel.fused_checks {
+                    ", H and tau checked for overflow as they are written"
                 } else {
                     ""
                 },
@@ -606,6 +615,7 @@ pub fn plan(
             corner: None,
             two_level: false,
             lanes: 1,
+            fused_checks: false,
         },
         graph: false,
         reason,
@@ -748,6 +758,13 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && (!p.panel.checks_aside || tuning.graphs_beside_checks);
+    p.panel.fused_checks = tuning.fused_checks
+        && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
+        && p.panel.rows_per_thread > 0
+        && p.panel.tensor_trailing
+        && !p.panel.fold
+        && !p.panel.two_level
+        && p.panel.corner.is_none();
     // Lanes: batches of several matrices per SM outside graphs (a graph's
     // key holds lane 0's scratch only).
     if strategy == Strategy::Blocked

@@ -316,6 +316,12 @@ pub struct Tuning {
     pub batch_lanes: u32,
     /// Fewest matrices per SM for `batch_lanes`.
     pub batch_lanes_min_batch_per_sm: u32,
+    /// Plans on the register panel and the tensor-core update (no fold, no
+    /// two-level panels, no corner) check H and tau for overflow as the
+    /// kernels write their final values (each marks its matrix; the NaN
+    /// fill turns the marks into info), instead of separate passes over
+    /// H and tau during and after the factorization.
+    pub fused_checks: bool,
 }
 
 impl Default for Tuning {
@@ -369,6 +375,7 @@ impl Default for Tuning {
             two_level_min_batch_per_sm: u32::MAX,
             batch_lanes: 1,
             batch_lanes_min_batch_per_sm: 2,
+            fused_checks: true,
         }
     }
 }

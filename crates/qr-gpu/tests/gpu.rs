@@ -799,6 +799,60 @@ fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     same_bits(&b, &plain, &specs, 1600, "two level look ahead")
 }
 
+/// The writers' overflow checks (`Tuning::fused_checks`, on): on the
+/// blocked and cluster strategies, every distribution and sizes around the
+/// panel and tile edges, bitwise equal to the separate checks, and inputs
+/// whose R overflows (in a panel, and in the R rows an update writes) are
+/// flagged `OVERFLOW` the same way, their neighbours untouched.
+fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let off = qr_gpu::Tuning {
+        fused_checks: false,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let on = (**g).clone().with_strategy(Some(s));
+        let plan = on.plan(Shape::new(3, 400)?)?;
+        if !plan.panel.fused_checks {
+            return Err(format!("{s}: no fused checks planned: {plan}").into());
+        }
+        let sep = on.clone().with_tuning(off.clone());
+        let specs = sizes_and_cases(&[33, 64, 97, 333, 512, 1000], (3, 400, 0.0), 20);
+        same_bits(&on, &sep, &specs, 2800, &format!("{s} fused checks"))?;
+        for n in [333usize, 513] {
+            let shape = Shape::new(3, n)?;
+            let mut a = generate(&spec(3, n, 1.0, Case::Dense), 2900 + n as u64);
+            let len = n * n;
+            let max = f32::MAX;
+            let c = max / (n as f32).sqrt() * 1.5;
+            for i in 0..n {
+                // Matrix 1: column 0 of norm MAX sqrt(n) / 2; matrix 2:
+                // column 0 all ones and column 40 all c, so R[0][40] is
+                // 1.5 MAX, written by the update after the first panel.
+                a[len + i * n] = max / 2.0;
+                a[2 * len + i * n] = 1.0;
+                a[2 * len + i * n + 40] = c;
+            }
+            let one = geqrf(&on, shape, &a)?;
+            let two = geqrf(&sep, shape, &a)?;
+            let what = format!("{s} fused checks, overflow at n = {n}");
+            if one.info[1] != Info::OVERFLOW
+                || one.info[2] != Info::OVERFLOW
+                || !one.info[0].is_ok()
+            {
+                return Err(format!("{what}: info {:?}", one.info).into());
+            }
+            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+            if bits(&one.h) != bits(&two.h)
+                || bits(&one.tau) != bits(&two.tau)
+                || one.info != two.info
+            {
+                return Err(format!("{what}: differs from the separate checks").into());
+            }
+        }
+    }
+    Ok(())
+}
+
 /// Groups of a batch on lanes of their own streams (`Tuning::batch_lanes`):
 /// every distribution, batches that do and do not divide evenly (and
 /// fewer matrices than lanes), each gated and bitwise equal to one lane.
@@ -1202,7 +1256,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 28] = [
+    let plain: [(&str, Test); 29] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1221,6 +1275,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("register_cluster_meetings", register_cluster_meetings),
         ("tensor_row_split", tensor_row_split),
         ("batch_lanes", batch_lanes),
+        ("fused_checks", fused_checks),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
         ("two_level", two_level),

@@ -8,6 +8,20 @@ typedef unsigned int u32;
 // Quiet NaN, the fill of a matrix flagged as non-finite.
 __device__ __forceinline__ float qr_nan_f32() { return __int_as_float(0x7fc00000); }
 
+// Exponent all ones: an infinity or a NaN (the input scan and the overflow
+// checks of the values the kernels write).
+__device__ __forceinline__ bool qr_nonfinite(float x) {
+    return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
+}
+
+// The writers' overflow check (`oflow`, null when the plan checks H and tau
+// by separate passes): a warp with a non-finite value written marks its
+// matrix. Every writer stores the same 1, so the order does not matter; the
+// NaN fill turns the mark into info 2 unless the input was non-finite.
+__device__ __forceinline__ void qr_mark_overflow(int* oflow, long long m, bool bad) {
+    if (oflow != nullptr && __any_sync(0xffffffffu, bad) && (threadIdx.x & 31) == 0) oflow[m] = 1;
+}
+
 // One Householder reflector in geqrf's convention, from alpha = x[0] and
 // xn2 = ||x[1..]||^2 accumulated in double. Squares of float32 normals can
 // neither overflow nor underflow in double, so this is the scaled norm LAPACK's

@@ -86,7 +86,7 @@ impl CublasBatchedBackend {
             });
         }
         util::transpose(e, shape, cm, ops.h)?;
-        util::nanfill(e, e.stream(), shape, ops.h, ops.tau, ops.info)
+        util::nanfill(e, e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
     }
 }
 

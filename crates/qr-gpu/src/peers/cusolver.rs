@@ -108,7 +108,7 @@ impl CusolverBackend {
             )?;
         }
         util::transpose(e, shape, cm, ops.h)?;
-        util::nanfill(e, e.stream(), shape, ops.h, ops.tau, ops.info)
+        util::nanfill(e, e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
     }
 }
 

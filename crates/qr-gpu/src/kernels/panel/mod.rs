@@ -206,6 +206,11 @@ pub(crate) struct PanelBuffers {
     /// Barrier counters and their bases (2 * batch), zeroed before the
     /// factorization.
     pub counters: u64,
+    /// The writers' overflow marks (batch ints, zeroed before the
+    /// factorization; `Plan`'s `fused_checks`), or 0: the register panel and
+    /// the tensor-core update mark a matrix whose final H or tau values
+    /// they write hold a non-finite value.
+    pub oflow: u64,
 }
 
 /// The compiled panel kernel for blocks of `threads`, its shared-memory limit

@@ -159,10 +159,11 @@ pub(crate) fn launch(
         .arg(&m0)
         .arg(&vprev)
         .arg(&tprev)
-        .arg(&fold_i);
+        .arg(&fold_i)
+        .arg(&buf.oflow);
     // SAFETY: the buffers are sized for the whole batch by the workspace
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
-    // tau: batch*n; a fold's vprev and tprev are buffers of v's and t's
+    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers of v's and t's
     // sizes, and the dynamic shared memory holds the fold's rows and
     // scratch as qr_fold_apply expects); blocks
     // (g, b) touch only matrix mat0 + b, which lies in the batch (mats is at

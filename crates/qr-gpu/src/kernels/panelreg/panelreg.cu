@@ -33,7 +33,9 @@
 // columns, as panel.cu's fold does.
 // Outputs are panel.cu's: H's panel, tau, the explicit unit-lower V (zero
 // padded to 32 columns) and the 32 x 32 upper-triangular T of LAPACK's larft
-// (forward, columnwise).
+// (forward, columnwise). With `oflow`, a block that writes a non-finite
+// value of H's panel or tau marks its matrix (qr_mark_overflow): these
+// values are final, so no later pass needs to read them again.
 //
 // The planner keeps ceil((n - p) / chunks) <= PREG_THREADS * PREG_RPT.
 
@@ -275,7 +277,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                         float* __restrict__ vbuf, float* __restrict__ tbuf,
                         float* __restrict__ tau, int n, int p, int w, int mat0,
                         const float* __restrict__ vprev, const float* __restrict__ tprev,
-                        int fold) {
+                        int fold, int* __restrict__ oflow) {
     __shared__ double red[PREG_WARPS][PREG_NB];
     __shared__ double red2[PREG_WARPS][PREG_NB];
     __shared__ u32 nonzero[PREG_WARPS];
@@ -683,6 +685,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     cluster_barrier();
 #endif
 
+    bool bad = false;  // a non-finite value written (qr_mark_overflow)
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS, pr = r0 + lr;
@@ -696,6 +699,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 // R (on and above the diagonal) goes back to the input's scale.
                 hv[c] = pr <= c ? ldexpf(x, ex) : x;
                 vv[c] = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
+                bad |= c < w && qr_nonfinite(hv[c]);
             }
             // V's rows are 128-byte aligned (32 floats from an aligned base).
 #pragma unroll
@@ -712,6 +716,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             }
         }
     }
+    qr_mark_overflow(oflow, m, bad);
     if (g != 0) return;
 
     // T from the Gram columns.
@@ -722,4 +727,5 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         tbuf[(long long)m * PREG_NB * PREG_NB + idx] = t;
     }
     if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
+    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(taus[tid & (PREG_NB - 1)]));
 }

@@ -113,6 +113,10 @@ pub(crate) struct Operands {
     pub panel_col: usize,
     /// A2's first column in the full matrix.
     pub trail_col: usize,
+    /// Per matrix (from matrix 0 of the launch), the writers' overflow mark,
+    /// or 0: the update marks a matrix whose first 32 rows of A2 (R's rows
+    /// of the panel, final after it) hold a non-finite value.
+    pub oflow: u64,
 }
 
 /// Dynamic shared memory of the staged kernel: each warp's ring of
@@ -259,12 +263,14 @@ pub(crate) fn launch(
         .arg(&w_i)
         .arg(&op.zcol)
         .arg(&panel_col)
-        .arg(&trail_col);
+        .arg(&trail_col)
+        .arg(&op.oflow);
     // SAFETY: A2 of each of the `mats` matrices lies inside H (nrow rows of
     // lda from row p, ntrail columns right of the panel), and at the same
     // offsets inside `src` (H itself or the input, of H's shape), V and T inside the
     // workspace sized for the batch at these strides; the kernel writes only
-    // A2 and reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
+    // A2 and (when not 0) one mark per matrix of the launch in oflow, and
+    // reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
     // Staged, its dynamic shared memory is `stage_bytes` of these warps,
     // this depth, these rows and this ring choice, within the limit just
     // raised. With a row split the grid is `row_split` blocks per tile,

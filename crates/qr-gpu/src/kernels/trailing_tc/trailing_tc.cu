@@ -363,13 +363,26 @@ __device__ __forceinline__ void tc_load_tile(tc_tile& tl, const float* __restric
     }
 }
 
-// A2_tile -= V_tile W2 (this warp's 32 columns), stored.
+// The matrix of this block's tile (the launch's numbering), from the block
+// index: recomputed where it is needed rather than held in a register
+// through the loops.
+__device__ __forceinline__ int tc_matrix(int ntrail) {
+    return (int)(blockIdx.x / TC_ROWSPLIT) / ((ntrail + TC_BN - 1) / TC_BN);
+}
+
+// A2_tile -= V_tile W2 (this warp's 32 columns), stored. `check` (uniform
+// over the warp): the tile's rows are final (R's rows of this panel), so a
+// non-finite value stored marks the matrix in `oflow` (the writers'
+// overflow check; nothing is held across tiles, as the loops have no
+// register to spare).
 template <bool edge>
 __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
                                                const unsigned (&bhi)[4 / TC_KPACK][4][2],
                                                const unsigned (&blo)[4 / TC_KPACK][4][2],
                                                float* at, int lda, int i0, int nrow, int ncols,
-                                               int cg, int g, int tq) {
+                                               int cg, int g, int tq, bool check,
+                                               int* oflow, int ntrail) {
+    bool bad = false;
     float d[4][4];
 #pragma unroll
     for (int nt = 0; nt < 4; ++nt)
@@ -402,9 +415,13 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
 #pragma unroll
             for (int j = 0; j < 4; ++j) o.x[j] -= d[2 * c + (j >> 1)][2 * h + (j & 1)];
             const int col = 32 * cg + 16 * c + 4 * tq;
+            if (check)
+#pragma unroll
+                for (int j = 0; j < 4; ++j) bad |= (!edge || col + j < ncols) && qr_nonfinite(o.x[j]);
             tc_store_a4<edge>(at + (long long)row * lda + col, col, ncols, o);
         }
     }
+    if (check) qr_mark_overflow(oflow, tc_matrix(ntrail), bad);
 }
 
 #if TC_STAGE
@@ -557,7 +574,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
                           const float* __restrict__ v, long long v_stride,
                           const float* __restrict__ t, long long t_stride, int nrow_all,
                           int ntrail, int w, const int* __restrict__ zcol, int panel_col,
-                          int trail_col) {
+                          int trail_col, int* __restrict__ oflow) {
     // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
     __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
     __shared__ float s_w[TC_NB * TC_LDW];
@@ -834,6 +851,15 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 
     // ---- 3. A2 -= V W2: warp = (row group rg, column group cg).
     const int cg = warp % TC_WN, rg = warp / TC_WN;
+    // With `oflow`, the tile's first TC_NB rows of A2 (R's rows of this
+    // panel, final from here on) are checked as they are stored: the tiles
+    // of this block starting above row TC_NB of the tile (a row split's
+    // later chunks start further down).
+#if TC_ROWSPLIT > 1
+    const int top = TC_NB - row0;
+#else
+    constexpr int top = TC_NB;
+#endif
     unsigned bhi[4 / TC_KPACK][4][2], blo[4 / TC_KPACK][4][2];
 #pragma unroll
     for (int kk = 0; kk < 4 / TC_KPACK; ++kk)
@@ -876,10 +902,11 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         tc_tile tl;
         tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk, i0), g, tq);
         __syncwarp();
+        const bool chk = oflow != nullptr && i0 < top;  // uniform over the warp
         if (full && i0 + 16 <= nrow)
-            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
         else
-            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
     }
 #else
 #if TC_PREFETCH
@@ -890,16 +917,18 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 #if TC_PREFETCH
         tc_tile nx;
         tc_load_tile<true>(nx, vm, as, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
-        tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+        tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq,
+                             oflow != nullptr && i0 < top, oflow, ntrail);
         tl = nx;
 #else
         tc_tile tl;
+        const bool chk = oflow != nullptr && i0 < top;
         if (full && i0 + 16 <= nrow) {
             tc_load_tile<false>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
-            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
         } else {
             tc_load_tile<true>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
-            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq);
+            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
         }
 #endif
     }

@@ -42,16 +42,20 @@ pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Res
 /// the last column of matrix `b` with a non-zero entry (0 for a zero
 /// matrix): the blocked path's per-call skip of exactly-zero trailing
 /// columns. The buffers are zeroed on `stream` (a lane's main stream) and
-/// the scan runs on a stream the caller has ordered after them.
+/// the scan runs on a stream the caller has ordered after them. With
+/// `marks`, the `batch` ints after `zcol` (the writers' overflow marks) are
+/// zeroed with it.
 pub(crate) fn zero_nonfinite_zcol(
     engine: &Engine,
     stream: &CudaStream,
     shape: Shape,
     info: u64,
     zcol: u64,
+    marks: bool,
 ) -> Result<(), QrError> {
+    let words = if marks { 2 } else { 1 } * shape.batch();
     engine.memset_u32(stream, info, 0, shape.batch())?;
-    engine.memset_u32(stream, zcol, 0, shape.batch())
+    engine.memset_u32(stream, zcol, 0, words)
 }
 
 /// The scan of [`zero_nonfinite_zcol`]'s buffers (`zcol` 0: info only) on
@@ -162,14 +166,15 @@ pub(crate) fn overflow_in(
 }
 
 /// Fills `h` and `tau` of every matrix with a non-zero `info` with NaN, on
-/// `stream`.
+/// `stream`; with `oflow` (not 0: the writers' overflow marks), a marked
+/// matrix of finite input is set to info 2 and filled too.
 pub(crate) fn nanfill(
     engine: &Engine,
     stream: &CudaStream,
     shape: Shape,
-    h: u64,
-    tau: u64,
+    (h, tau): (u64, u64),
     info: u64,
+    oflow: u64,
 ) -> Result<(), QrError> {
     let f = engine.function(&SOURCE, &[], NANFILL)?;
     let n = shape.n() as i32;
@@ -180,9 +185,10 @@ pub(crate) fn nanfill(
         shared_mem_bytes: 0,
     };
     let mut b = stream.launch_builder(&f);
-    b.arg(&h).arg(&tau).arg(&info).arg(&n);
-    // SAFETY: `h` holds batch * n * n floats, `tau` batch * n and `info`
-    // batch ints; the kernel stays within them.
+    b.arg(&h).arg(&tau).arg(&info).arg(&oflow).arg(&n);
+    // SAFETY: `h` holds batch * n * n floats, `tau` batch * n, `info`
+    // batch ints and `oflow` batch ints or is null; the kernel stays within
+    // them.
     unsafe { b.launch(cfg) }.ctx("launching util_nanfill_f32")?;
     Ok(())
 }

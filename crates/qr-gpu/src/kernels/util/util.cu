@@ -2,11 +2,6 @@
 // NaN fill (the device side of qr-core's Info), and the row-major <-> column-major transpose
 // the vendor peers need.
 
-// Exponent all ones: an infinity or a NaN.
-__device__ __forceinline__ int util_nonfinite(float x) {
-    return (__float_as_uint(x) & 0x7f800000u) == 0x7f800000u;
-}
-
 // info[b] = 1 when matrix b holds a NaN or an infinity; info is zeroed first.
 // When zcol is not null (zeroed first too), zcol[b] becomes one past the last
 // column of matrix b holding a non-zero entry: columns from there on are
@@ -26,7 +21,7 @@ extern "C" __global__ void util_nonfinite_f32(const float* __restrict__ a, int* 
     const int step = (int)(blockDim.x % n);
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
         const float x = m[i];
-        bad |= util_nonfinite(x);
+        bad |= qr_nonfinite(x);
         if (x != 0.0f) last = max(last, c + 1);
         c += step;
         if (c >= n) c -= n;
@@ -63,7 +58,7 @@ extern "C" __global__ void util_overflow_f32(const float* __restrict__ h,
     int r = r0 + (int)((lo + threadIdx.x) / wd), c = (int)((lo + threadIdx.x) % wd);
     const int dr = (int)(blockDim.x / wd), dc = (int)(blockDim.x % wd);
     for (long long i = lo + threadIdx.x; i < hi; i += blockDim.x) {
-        bad |= util_nonfinite(m[(long long)r * n + c0 + c]);
+        bad |= qr_nonfinite(m[(long long)r * n + c0 + c]);
         r += dr;
         c += dc;
         if (c >= wd) {
@@ -73,18 +68,28 @@ extern "C" __global__ void util_overflow_f32(const float* __restrict__ h,
     }
     if (blockIdx.y == 0)
         for (int j = t0 + threadIdx.x; j < t1; j += blockDim.x)
-            bad |= util_nonfinite(tau[(long long)b * n + j]);
+            bad |= qr_nonfinite(tau[(long long)b * n + j]);
     bad = __syncthreads_or(bad);
     if (threadIdx.x == 0 && bad) atomicMax(info + b, 2);
 }
 
-// Fills H and tau of every matrix whose info is non-zero with NaN.
+// Fills H and tau of every matrix whose info is non-zero with NaN. With
+// `oflow` (the writers' overflow marks, qr_mark_overflow; null when separate
+// passes checked H and tau), a marked matrix whose input was finite (info
+// 0) becomes info 2 (OVERFLOW) first: every block of the matrix decides the
+// same from info and the mark, and only block y = 0 stores it.
 // Grid: (matrices, blocks per matrix): matrices on x, whose limit is 2^31 - 1
 // rather than y's 65535.
 extern "C" __global__ void util_nanfill_f32(float* __restrict__ h, float* __restrict__ tau,
-                                            const int* __restrict__ info, int n) {
+                                            int* __restrict__ info,
+                                            const int* __restrict__ oflow, int n) {
     const int b = blockIdx.x;
-    if (info[b] == 0) return;
+    const int code = info[b];
+    if (code == 0 && oflow != nullptr && oflow[b] != 0) {
+        if (blockIdx.y == 0 && threadIdx.x == 0) info[b] = 2;
+    } else if (code == 0) {
+        return;
+    }
     const long long len = (long long)n * n;
     float* m = h + (long long)b * len;
     const float nan = qr_nan_f32();
