@@ -826,7 +826,12 @@ mod tests {
             at(640, 512, &many).panel.lanes as usize,
             crate::engine::MAX_LANES
         );
-        assert_eq!(at(640, 512, &Tuning::default()).panel.lanes, 1);
+        let one = Tuning {
+            batch_lanes: 1,
+            ..Tuning::default()
+        };
+        assert_eq!(at(640, 512, &one).panel.lanes, 1);
+        assert_eq!(at(640, 512, &Tuning::default()).panel.lanes, 2);
     }
 
     #[test]

@@ -312,7 +312,10 @@ pub struct Tuning {
     /// matrices per SM (and not run as a graph) are cut into this many
     /// groups, each factored on its own lane of streams (at most
     /// `engine::MAX_LANES`), so that one group's panels need not wait for
-    /// the whole batch's previous update; 0 or 1: one group.
+    /// the whole batch's previous update; 0 or 1: one group. 2 on the H200
+    /// (docs/perf/qr-gpu.md, table "batch lanes", session 17), 1 / 2 / 3 /
+    /// 4 lanes: 640 x 512 dense 5154.6 / 5068.2 / 5225.6 / 5410.3 us,
+    /// rankdef 4036.7 / 3891.2 / 4068.8 / 4080.3.
     pub batch_lanes: u32,
     /// Fewest matrices per SM for `batch_lanes`.
     pub batch_lanes_min_batch_per_sm: u32,
@@ -320,7 +323,11 @@ pub struct Tuning {
     /// two-level panels, no corner) check H and tau for overflow as the
     /// kernels write their final values (each marks its matrix; the NaN
     /// fill turns the marks into info), instead of separate passes over
-    /// H and tau during and after the factorization.
+    /// H and tau during and after the factorization. On: faster on every
+    /// such case of the H200 (docs/perf/qr-gpu.md, table "fused checks",
+    /// session 17), off / on: 40 x 352 564.8 / 549.8 us, 640 x 512
+    /// 5314.9 / 5148.4, 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 /
+    /// 5492.3, 2 x 4096 10108.4 / 9989.6.
     pub fused_checks: bool,
 }
 
@@ -373,7 +380,7 @@ impl Default for Tuning {
             tensor_row_split_min_rows: 128,
             tensor_stage_ring: true,
             two_level_min_batch_per_sm: u32::MAX,
-            batch_lanes: 1,
+            batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
             fused_checks: true,
         }
