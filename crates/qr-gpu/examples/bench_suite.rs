@@ -327,6 +327,42 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for lo in [false, true] {
+        let t = Tuning {
+            tensor_lo_truncate: lo,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            format!("tensor lo truncate {lo}"),
+            None,
+            &t,
+        );
+    }
+    for lanes in [1u32, 2] {
+        // Lanes are planned outside graphs only: these few-matrix plans
+        // lose their graph to try them.
+        let t = Tuning {
+            batch_lanes: lanes,
+            batch_lanes_min_batch_per_sm: 0,
+            graphs: false,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["40,352,1,dense", "60,1024,2,dense"],
+            format!("lanes without graphs {lanes}"),
+            None,
+            &t,
+        );
+    }
     for lanes in [1u32, 2, 3, 4] {
         let t = Tuning {
             batch_lanes: lanes,

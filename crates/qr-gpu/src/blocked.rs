@@ -468,6 +468,7 @@ fn tensor_update(
                 ring: plan.panel.tensor_stage_ring,
             },
             row_split,
+            plan.panel.tensor_lo_truncate,
         )?;
     }
     Ok(())

@@ -162,6 +162,9 @@ pub struct PanelPlan {
     /// (`Tuning::fused_checks`): the register panel and the tensor-core
     /// update without a fold, two-level panels or a corner.
     pub fused_checks: bool,
+    /// The tensor-core update hands the low parts of its split to the
+    /// tensor cores unrounded (`Tuning::tensor_lo_truncate`).
+    pub tensor_lo_truncate: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -616,6 +619,7 @@ pub fn plan(
             two_level: false,
             lanes: 1,
             fused_checks: false,
+            tensor_lo_truncate: tuning.tensor_lo_truncate,
         },
         graph: false,
         reason,

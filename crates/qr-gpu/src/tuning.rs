@@ -329,6 +329,15 @@ pub struct Tuning {
     /// 5314.9 / 5148.4, 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 /
     /// 5492.3, 2 x 4096 10108.4 / 9989.6.
     pub fused_checks: bool,
+    /// Tensor-core update: each float32 operand is split x = hi + lo with
+    /// hi rounded to tf32 and lo = x - hi handed to the tensor cores as it
+    /// is (they read its top 19 bits: truncation), two integer
+    /// instructions fewer per value than rounding lo too. The dropped bits
+    /// lie below 2^-21 of x, beside the 2^-22 of the lo * lo product the
+    /// 3-pass split leaves out anyway. Off until measured: the W pass's
+    /// loop falls from 367 to 336 SASS instructions (NVRTC 13.5, 4-warp
+    /// blocks), and the kernel spills 8 bytes at 128 registers.
+    pub tensor_lo_truncate: bool,
 }
 
 impl Default for Tuning {
@@ -383,6 +392,7 @@ impl Default for Tuning {
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
             fused_checks: true,
+            tensor_lo_truncate: false,
         }
     }
 }

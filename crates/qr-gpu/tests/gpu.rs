@@ -799,6 +799,25 @@ fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     same_bits(&b, &plain, &specs, 1600, "two level look ahead")
 }
 
+/// The tensor-core update with the split's low parts unrounded
+/// (`Tuning::tensor_lo_truncate`, off by default): on the blocked and
+/// cluster strategies, sizes around the panel and tile edges, every
+/// distribution, inputs of 1e-30s and two runs bitwise identical.
+fn tensor_lo_truncate(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        tensor_lo_truncate: true,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &tuning, Strategy::Blocked, "tensor lo truncate", 3000)?;
+    panel_variant(
+        g,
+        &tuning,
+        Strategy::Cluster,
+        "cluster tensor lo truncate",
+        3100,
+    )
+}
+
 /// The writers' overflow checks (`Tuning::fused_checks`, on): on the
 /// blocked and cluster strategies, every distribution and sizes around the
 /// panel and tile edges, bitwise equal to the separate checks, and inputs
@@ -1256,7 +1275,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 29] = [
+    let plain: [(&str, Test); 30] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1276,6 +1295,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("tensor_row_split", tensor_row_split),
         ("batch_lanes", batch_lanes),
         ("fused_checks", fused_checks),
+        ("tensor_lo_truncate", tensor_lo_truncate),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
         ("two_level", two_level),

@@ -28,6 +28,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_STAGE",
         "TC_RING",
         "TC_ROWSPLIT",
+        "TC_LO_RZ",
     ],
 };
 
@@ -51,6 +52,8 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// cp.async pipeline that keeps the block's A2 tile in shared memory
 /// between the two passes (`Tuning::tensor_stage_depth`), or with `ring`
 /// passes A2 through each warp's ring like V (`Tuning::tensor_stage_ring`).
+/// `lo_rz`: the low parts of the split go to the tensor cores unrounded
+/// (`Tuning::tensor_lo_truncate`).
 pub(crate) fn defines(
     vec4: bool,
     prefetch: bool,
@@ -58,6 +61,7 @@ pub(crate) fn defines(
     stage: u32,
     ring: bool,
     row_split: u32,
+    lo_rz: bool,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
     // A row-split block runs one per SM (`row_split`), so it may take the
@@ -78,6 +82,7 @@ pub(crate) fn defines(
         ("TC_STAGE", stage.to_string()),
         ("TC_RING", u8::from(ring && stage > 0).to_string()),
         ("TC_ROWSPLIT", row_split.to_string()),
+        ("TC_LO_RZ", u8::from(lo_rz).to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -198,6 +203,7 @@ pub(crate) fn launch(
     warps: u32,
     staging: Staging,
     row_split: u32,
+    lo_rz: bool,
 ) -> Result<(), QrError> {
     let row_split = split_size(row_split);
     if ntrail == 0 || mats == 0 {
@@ -213,7 +219,7 @@ pub(crate) fn launch(
         let bytes = stage_bytes(warps, depth, nrow, ring);
         let f = engine.function(
             &SOURCE,
-            &defines(vec4, prefetch, warps, depth, ring, row_split),
+            &defines(vec4, prefetch, warps, depth, ring, row_split, lo_rz),
             APPLY,
         )?;
         if bytes <= engine.info().smem_per_block_optin {
@@ -229,7 +235,7 @@ pub(crate) fn launch(
     }
     let f = engine.function(
         &SOURCE,
-        &defines(vec4, prefetch, warps, stage, ring, row_split),
+        &defines(vec4, prefetch, warps, stage, ring, row_split, lo_rz),
         APPLY,
     )?;
     let blocks = ntrail

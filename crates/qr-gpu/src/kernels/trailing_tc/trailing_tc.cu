@@ -77,6 +77,9 @@
 #if TC_RING && !TC_STAGE
 #error "TC_RING needs TC_STAGE"
 #endif
+#ifndef TC_LO_RZ
+#error "TC_LO_RZ (1: the split's low parts go to the tensor cores unrounded) must be defined by the plan"
+#endif
 #ifndef TC_ROWSPLIT
 #error "TC_ROWSPLIT (blocks of a cluster splitting a tile's rows; 1: one block per tile) must be defined by the plan"
 #endif
@@ -134,7 +137,15 @@ __device__ __forceinline__ unsigned tc_tf32(float x) {
 }
 __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
     hi = tc_tf32(x);
-    lo = tc_tf32(x - tc_bits_to_f32(hi));
+    const float rest = x - tc_bits_to_f32(hi);  // exact
+#if TC_LO_RZ
+    // The tensor cores read a tf32 operand's top 19 bits, so the unrounded
+    // rest enters the product truncated: its dropped bits lie below 2^-21
+    // of x (TC_LO_RZ, Tuning::tensor_lo_truncate).
+    asm("mov.b32 %0, %1;" : "=r"(lo) : "f"(rest));
+#else
+    lo = tc_tf32(rest);
+#endif
 }
 #else
 // Two 16-bit values per register, `e0` in the low half (the lower k index).
