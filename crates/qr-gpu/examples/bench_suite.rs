@@ -308,43 +308,30 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    for fused in [false, true] {
-        let t = Tuning {
-            fused_checks: fused,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &[
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
-            format!("fused checks {fused}"),
-            None,
-            &t,
-        );
-    }
-    for lo in [false, true] {
-        let t = Tuning {
-            tensor_lo_truncate: lo,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &[
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
-            format!("tensor lo truncate {lo}"),
-            None,
-            &t,
-        );
+    // Switches of the tensor-core plans, each off and on, on the planner's
+    // plans of the benchmark's blocked and cluster cases.
+    let tensor_switches: [(&str, SetSwitch); 2] = [
+        ("fused checks", |t, on| t.fused_checks = on),
+        ("tensor lo truncate", |t, on| t.tensor_lo_truncate = on),
+    ];
+    for (knob, set) in tensor_switches {
+        for on in [false, true] {
+            let mut t = base.clone();
+            set(&mut t, on);
+            add(
+                &mut variants,
+                &[
+                    "40,352,1,dense",
+                    "640,512,2,dense",
+                    "60,1024,2,dense",
+                    "8,2048,1,dense",
+                    "2,4096,1,dense",
+                ],
+                format!("{knob} {on}"),
+                None,
+                &t,
+            );
+        }
     }
     for lanes in [1u32, 2] {
         // Lanes are planned outside graphs only: these few-matrix plans
