@@ -333,6 +333,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             );
         }
     }
+    for halves in [false, true] {
+        let t = Tuning {
+            reg_panel_halves: halves,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["40,352,1,dense", "40,512,1,dense"],
+            format!("register panel halves {halves}"),
+            None,
+            &t,
+        );
+    }
     for lanes in [1u32, 2] {
         // Lanes are planned outside graphs only: these few-matrix plans
         // lose their graph to try them.

@@ -295,6 +295,7 @@ pub(crate) fn factor(
                         &pbuf,
                         fold,
                         plan.panel.cluster_one_barrier,
+                        plan.panel.reg_halves,
                         prev,
                     )?,
                 }

@@ -165,6 +165,9 @@ pub struct PanelPlan {
     /// The tensor-core update hands the low parts of its split to the
     /// tensor cores unrounded (`Tuning::tensor_lo_truncate`).
     pub tensor_lo_truncate: bool,
+    /// The register panel of a block alone holds half the columns of twice
+    /// the rows per thread (`Tuning::reg_panel_halves`).
+    pub reg_halves: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -211,6 +214,7 @@ impl Plan {
                     cluster,
                     self.panel.fold,
                     self.panel.cluster_one_barrier,
+                    self.panel.reg_halves,
                 )
             }
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
@@ -273,6 +277,8 @@ impl fmt::Display for Plan {
                         self.panel.rows_per_thread,
                         if self.panel.fold {
                             ", the previous panel's update of its columns folded in"
+                        } else if self.panel.reg_halves {
+                            ", by halves of 16 columns"
                         } else if self.strategy == Strategy::Cluster
                             && self.panel.cluster_one_barrier
                         {
@@ -620,6 +626,7 @@ pub fn plan(
             lanes: 1,
             fused_checks: false,
             tensor_lo_truncate: tuning.tensor_lo_truncate,
+            reg_halves: false,
         },
         graph: false,
         reason,
@@ -762,6 +769,12 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && (!p.panel.checks_aside || tuning.graphs_beside_checks);
+    // Halves: one row per thread only (at two, the kernel's 128 registers
+    // spill, NVRTC 13.5).
+    p.panel.reg_halves = tuning.reg_panel_halves
+        && strategy == Strategy::Blocked
+        && p.panel.rows_per_thread == 1
+        && !p.panel.fold;
     p.panel.fused_checks = tuning.fused_checks
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
@@ -806,6 +819,28 @@ mod tests {
             assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
         }
         assert!("tiled".parse::<Strategy>().is_err());
+    }
+
+    #[test]
+    fn halves_for_register_panels_of_one_row_per_thread() {
+        let d = h200();
+        let t = Tuning {
+            reg_panel_halves: true,
+            ..Tuning::default()
+        };
+        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
+        let p = at(40, 352, &t);
+        assert!(p.panel.reg_halves && p.panel.rows_per_thread == 1, "{p}");
+        assert!(p.to_string().contains("by halves"));
+        assert!(p.defines().contains(&("PREG_RPT".into(), "2".into())));
+        assert!(p.defines().contains(&("PREG_HALVES".into(), "1".into())));
+        // Two rows per thread (the kernel would spill), the folding panel,
+        // clusters; off by default.
+        assert!(!at(640, 512, &t).panel.reg_halves);
+        assert!(!at(60, 1024, &t).panel.reg_halves);
+        assert!(!at(40, 176, &t).panel.reg_halves);
+        assert!(!at(8, 2048, &t).panel.reg_halves);
+        assert!(!at(40, 352, &Tuning::default()).panel.reg_halves);
     }
 
     #[test]

@@ -338,6 +338,13 @@ pub struct Tuning {
     /// loop falls from 367 to 336 SASS instructions (NVRTC 13.5, 4-warp
     /// blocks), and the kernel spills 8 bytes at 128 registers.
     pub tensor_lo_truncate: bool,
+    /// `blocked` plans whose register panel holds one row per thread (a
+    /// block alone on tall panels, 40 x 352): each thread holds 16 columns
+    /// of two rows instead, so the transposing butterfly sums 16 partials
+    /// over half a warp (15 exchanges instead of 31). SASS of the hot loop
+    /// (NVRTC 13.5, 384 threads, the cold path left out): 613 instructions
+    /// per two steps against 712. Off: not yet run on a GPU (session 17).
+    pub reg_panel_halves: bool,
 }
 
 impl Default for Tuning {
@@ -393,6 +400,7 @@ impl Default for Tuning {
             batch_lanes_min_batch_per_sm: 2,
             fused_checks: true,
             tensor_lo_truncate: false,
+            reg_panel_halves: false,
         }
     }
 }

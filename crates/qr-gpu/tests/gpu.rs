@@ -799,6 +799,47 @@ fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     same_bits(&b, &plain, &specs, 1600, "two level look ahead")
 }
 
+/// The register panel by halves (`Tuning::reg_panel_halves`, off by
+/// default): the tall panels of a block alone at one row per thread (n from
+/// 320 to 512), every distribution, inputs of 1e-30s, overflowing inputs
+/// flagged as by the whole-row panel, and two runs bitwise identical.
+fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        reg_panel_halves: true,
+        ..qr_gpu::Tuning::default()
+    };
+    let b = (**g)
+        .clone()
+        .with_tuning(tuning)
+        .with_strategy(Some(Strategy::Blocked));
+    let plan = b.plan(Shape::new(40, 352)?)?;
+    if !plan.panel.reg_halves {
+        return Err(format!("halves not planned: {plan}").into());
+    }
+    gate_orders(
+        &b,
+        &[320, 333, 352, 383, 384, 416, 449, 480, 511, 512],
+        0,
+        3200,
+        "halves",
+    )?;
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, 352 + i, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 3300 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("halves {sp}"))?;
+    }
+    let sp = spec(2, 400, 1.0, Case::Dense);
+    let tiny: Vec<f32> = generate(&sp, 3400).iter().map(|x| x * 1e-30).collect();
+    gate(&b, sp.shape()?, &tiny, &format!("halves {sp} times 1e-30"))?;
+    let one = geqrf(&b, sp.shape()?, &tiny)?;
+    let two = geqrf(&b, sp.shape()?, &tiny)?;
+    if one.h != two.h || one.tau != two.tau {
+        return Err("halves: two runs differ".into());
+    }
+    let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
+    overflow_flagged_alike(&b, &whole, &[333, 512], "halves", false)
+}
+
 /// The tensor-core update with the split's low parts unrounded
 /// (`Tuning::tensor_lo_truncate`, off by default): on the blocked and
 /// cluster strategies, sizes around the panel and tile edges, every
@@ -816,6 +857,48 @@ fn tensor_lo_truncate(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         "cluster tensor lo truncate",
         3100,
     )
+}
+
+/// Inputs whose R overflows, in a panel (matrix 1) and in R's rows an
+/// update writes (matrix 2), are flagged `OVERFLOW` by `b` at each order of
+/// `ns`, their neighbour untouched, with the same info as `reference` and,
+/// where `same_bits`, the same bits.
+fn overflow_flagged_alike(
+    b: &GpuBackend,
+    reference: &GpuBackend,
+    ns: &[usize],
+    label: &str,
+    same_bits: bool,
+) -> Result<(), Failed> {
+    for &n in ns {
+        let shape = Shape::new(3, n)?;
+        let mut a = generate(&spec(3, n, 1.0, Case::Dense), 2900 + n as u64);
+        let len = n * n;
+        let max = f32::MAX;
+        let c = max / (n as f32).sqrt() * 1.5;
+        for i in 0..n {
+            // Matrix 1: column 0 of norm MAX sqrt(n) / 2; matrix 2: column 0
+            // all ones and column 40 all c, so R[0][40] is 1.5 MAX, written
+            // by the update after the first panel.
+            a[len + i * n] = max / 2.0;
+            a[2 * len + i * n] = 1.0;
+            a[2 * len + i * n + 40] = c;
+        }
+        let one = geqrf(b, shape, &a)?;
+        let two = geqrf(reference, shape, &a)?;
+        let what = format!("{label}, overflow at n = {n}");
+        if one.info[1] != Info::OVERFLOW || one.info[2] != Info::OVERFLOW || !one.info[0].is_ok() {
+            return Err(format!("{what}: info {:?}", one.info).into());
+        }
+        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+        if same_bits && (bits(&one.h) != bits(&two.h) || bits(&one.tau) != bits(&two.tau)) {
+            return Err(format!("{what}: differs from the reference").into());
+        }
+        if one.info != two.info {
+            return Err(format!("{what}: info differs from the reference").into());
+        }
+    }
+    Ok(())
 }
 
 /// The writers' overflow checks (`Tuning::fused_checks`, on): on the
@@ -837,37 +920,7 @@ fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let sep = on.clone().with_tuning(off.clone());
         let specs = sizes_and_cases(&[33, 64, 97, 333, 512, 1000], (3, 400, 0.0), 20);
         same_bits(&on, &sep, &specs, 2800, &format!("{s} fused checks"))?;
-        for n in [333usize, 513] {
-            let shape = Shape::new(3, n)?;
-            let mut a = generate(&spec(3, n, 1.0, Case::Dense), 2900 + n as u64);
-            let len = n * n;
-            let max = f32::MAX;
-            let c = max / (n as f32).sqrt() * 1.5;
-            for i in 0..n {
-                // Matrix 1: column 0 of norm MAX sqrt(n) / 2; matrix 2:
-                // column 0 all ones and column 40 all c, so R[0][40] is
-                // 1.5 MAX, written by the update after the first panel.
-                a[len + i * n] = max / 2.0;
-                a[2 * len + i * n] = 1.0;
-                a[2 * len + i * n + 40] = c;
-            }
-            let one = geqrf(&on, shape, &a)?;
-            let two = geqrf(&sep, shape, &a)?;
-            let what = format!("{s} fused checks, overflow at n = {n}");
-            if one.info[1] != Info::OVERFLOW
-                || one.info[2] != Info::OVERFLOW
-                || !one.info[0].is_ok()
-            {
-                return Err(format!("{what}: info {:?}", one.info).into());
-            }
-            let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-            if bits(&one.h) != bits(&two.h)
-                || bits(&one.tau) != bits(&two.tau)
-                || one.info != two.info
-            {
-                return Err(format!("{what}: differs from the separate checks").into());
-            }
-        }
+        overflow_flagged_alike(&on, &sep, &[333, 513], &format!("{s} fused checks"), true)?;
     }
     Ok(())
 }
@@ -1275,7 +1328,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 30] = [
+    let plain: [(&str, Test); 31] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1296,6 +1349,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("batch_lanes", batch_lanes),
         ("fused_checks", fused_checks),
         ("tensor_lo_truncate", tensor_lo_truncate),
+        ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
         ("two_level", two_level),

@@ -22,23 +22,39 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PREG_CLUSTER",
         "PREG_FOLD",
         "PREG_ONEBAR",
+        "PREG_HALVES",
     ],
 };
 
+/// Whether a launch of these parameters runs the halves kernel
+/// (`PREG_HALVES`: each thread holds half the columns of twice the rows):
+/// asked for, a block alone without the fold, 64 threads or more.
+pub(crate) fn halves(halves: bool, threads: u32, cluster: u32, fold: bool) -> bool {
+    halves && cluster == 0 && !fold && threads >= 64
+}
+
 /// The `-D` defines for blocks of `threads` holding `rows_per_thread` rows
 /// each, `cluster` blocks per matrix (0: one block, no cluster), with the
-/// fold compiled in when `fold` (a block alone only) and a cluster meeting
-/// once per reflector when `one_barrier` (clusters only).
+/// fold compiled in when `fold` (a block alone only), a cluster meeting
+/// once per reflector when `one_barrier` (clusters only) and the halves
+/// kernel where `halves` says so (twice the rows of 16 columns each).
 pub(crate) fn defines(
     threads: u32,
     rows_per_thread: u32,
     cluster: u32,
     fold: bool,
     one_barrier: bool,
+    halves: bool,
 ) -> Vec<(String, String)> {
+    let halves = self::halves(halves, threads, cluster, fold);
+    let rpt = if halves {
+        2 * rows_per_thread
+    } else {
+        rows_per_thread
+    };
     vec![
         ("PREG_THREADS".to_string(), threads.to_string()),
-        ("PREG_RPT".to_string(), rows_per_thread.to_string()),
+        ("PREG_RPT".to_string(), rpt.to_string()),
         ("PREG_CLUSTER".to_string(), cluster.to_string()),
         (
             "PREG_FOLD".to_string(),
@@ -48,6 +64,7 @@ pub(crate) fn defines(
             "PREG_ONEBAR".to_string(),
             u8::from(one_barrier && cluster > 0).to_string(),
         ),
+        ("PREG_HALVES".to_string(), u8::from(halves).to_string()),
     ]
 }
 
@@ -92,7 +109,9 @@ pub(crate) fn threads_for_rows(
 /// `threads_for_rows` between `min_threads` and `threads`. With `fold` (a
 /// plan that folds, blocks alone) and `prev` (the previous panel's V and T
 /// buffers), the previous panel's reflectors are applied to these columns
-/// first. A cluster meets once per reflector when `one_barrier`.
+/// first. A cluster meets once per reflector when `one_barrier`. With
+/// `halves` a block alone runs the halves kernel (`PREG_HALVES`), the same
+/// rows per block.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -109,6 +128,7 @@ pub(crate) fn launch(
     buf: &PanelBuffers,
     fold: bool,
     one_barrier: bool,
+    halves: bool,
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
@@ -126,7 +146,7 @@ pub(crate) fn launch(
     let fold = fold && cluster == 0 && threads % 64 == 0;
     let f = engine.function(
         &SOURCE,
-        &defines(threads, rows_per_thread, cluster, fold, one_barrier),
+        &defines(threads, rows_per_thread, cluster, fold, one_barrier, halves),
         FACTOR,
     )?;
     // This launch folds when the plan does and a previous panel exists.

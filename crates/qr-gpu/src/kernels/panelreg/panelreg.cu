@@ -37,7 +37,12 @@
 // value of H's panel or tau marks its matrix (qr_mark_overflow): these
 // values are final, so no later pass needs to read them again.
 //
-// The planner keeps ceil((n - p) / chunks) <= PREG_THREADS * PREG_RPT.
+// With PREG_HALVES (a block alone), each thread holds 16 columns of
+// PREG_RPT rows instead (the kernel at the end of this file): the same
+// one-barrier loop with half-warp butterflies.
+//
+// The planner keeps ceil((n - p) / chunks) <= PREG_THREADS * PREG_RPT
+// (PREG_THREADS / 2 * PREG_RPT with PREG_HALVES).
 
 #ifndef PREG_THREADS
 #error "PREG_THREADS (block size) must be defined by the plan"
@@ -57,6 +62,12 @@
 #if PREG_ONEBAR && PREG_CLUSTER == 0
 #error "PREG_ONEBAR is for clusters (a block alone always meets once per reflector)"
 #endif
+#ifndef PREG_HALVES
+#error "PREG_HALVES (1: each thread holds half of its rows' columns, a block alone) must be defined by the plan"
+#endif
+#if PREG_HALVES && (PREG_CLUSTER > 0 || PREG_FOLD || PREG_THREADS < 64)
+#error "PREG_HALVES is for a block alone of 64 threads or more, without the fold"
+#endif
 #if PREG_FOLD && (PREG_CLUSTER > 0 || PREG_THREADS % 64 != 0)
 #error "PREG_FOLD needs a block alone (PREG_CLUSTER 0) of a multiple of 64 threads"
 #endif
@@ -68,7 +79,7 @@
 // Blocks per SM the register budget allows: the rows, the 32 partial sums and
 // about 32 registers of addressing per thread. A cluster's few blocks per SM
 // take what they need instead (the remote loads of the meeting add some).
-#define PREG_REGS (32 * PREG_RPT + 64)
+#define PREG_REGS ((PREG_HALVES ? 16 : 32) * PREG_RPT + 64)
 #if PREG_CLUSTER > 0
 #define PREG_MIN_BLOCKS 1
 #else
@@ -88,8 +99,8 @@
 // NVRTC 13.5 left the steps rolled and put v in local memory (a 128-byte
 // stack frame and 64 local accesses per reflector, session 15; the session 4
 // measurements of this kernel paid for them).
-template <int H>
-__device__ __forceinline__ void preg_transpose_step(float (&v)[PREG_NB], int lane) {
+template <int H, int N>
+__device__ __forceinline__ void preg_transpose_step(float (&v)[N], int lane) {
     const bool up = (lane & H) != 0;
 #pragma unroll
     for (int c = 0; c < H; ++c) {
@@ -126,11 +137,12 @@ __device__ __forceinline__ void preg_st4(float* p, float x0, float x1, float x2,
                  : "memory");
 }
 
-// Column c of a row, for a run-time c (the cold double path).
-__device__ __forceinline__ float preg_pick(const float (&row)[PREG_NB], int c) {
+// Column c of a row (or half row), for a run-time c (the cold double path).
+template <int N>
+__device__ __forceinline__ float preg_pick(const float (&row)[N], int c) {
     float x = 0.0f;
 #pragma unroll
-    for (int q = 0; q < PREG_NB; ++q) x = q == c ? row[q] : x;
+    for (int q = 0; q < N; ++q) x = q == c ? row[q] : x;
     return x;
 }
 
@@ -140,13 +152,14 @@ struct alignas(16) preg_f4 {
 
 // The registers move one slot left (slot 0 to slot 31): a compile-time
 // renaming of every slot, so each step's pivot is slot 0.
-__device__ __forceinline__ void preg_rotate(float (&a)[PREG_RPT][PREG_NB]) {
+template <int N>
+__device__ __forceinline__ void preg_rotate(float (&a)[PREG_RPT][N]) {
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const float t = a[k][0];
 #pragma unroll
-        for (int c = 0; c + 1 < PREG_NB; ++c) a[k][c] = a[k][c + 1];
-        a[k][PREG_NB - 1] = t;
+        for (int c = 0; c + 1 < N; ++c) a[k][c] = a[k][c + 1];
+        a[k][N - 1] = t;
     }
 }
 
@@ -188,10 +201,12 @@ __device__ __forceinline__ void preg_dots_f64(const float (&a)[PREG_RPT][PREG_NB
     }
 }
 
-// A row's 32 slots into shared memory, 16 bytes at a time.
-__device__ __forceinline__ void preg_publish(const float (&row)[PREG_NB], float* dst) {
+// A row's N slots (32, or a half row's 16) into shared memory, 16 bytes at a
+// time.
+template <int N>
+__device__ __forceinline__ void preg_publish(const float (&row)[N], float* dst) {
 #pragma unroll
-    for (int c = 0; c < PREG_NB; c += 4) {
+    for (int c = 0; c < N; c += 4) {
         preg_f4 q4;
         q4.x[0] = row[c];
         q4.x[1] = row[c + 1];
@@ -272,6 +287,122 @@ __device__ __forceinline__ void preg_reflector(int r, int lane, int slot_c, floa
     }
 }
 
+// One step's reflector as every thread of the one-barrier loops forms it,
+// from the block's sums `tlf` of this lane's slot (column `col`), the pivot
+// row's entry `rv` there and the pivot's alpha and squared norm `trf`
+// (scaled, at least PREG_TINY): in float32, scaled_reflector_f32. Returns
+// the step's w_c for this lane (0 unless `upd`, the columns the reflector
+// updates) and sets the row scale and beta; warp 0 writes T's Gram column
+// and tau.
+__device__ __forceinline__ float preg_reflector_f32(float alpha, float trf, float tlf, float rv,
+                                                    bool upd, int col, int r, int warp,
+                                                    int lane, double (*gram)[PREG_NB + 1],
+                                                    float* taus, float& fs, double& sc,
+                                                    float& beta) {
+    const ReflectorF32 rf = scaled_reflector_f32(alpha, trf);
+    const float vta = fmaf(rf.scale, tlf, rv);
+    const float wc = upd ? rf.tau * vta : 0.0f;
+    if (warp == 0) {
+        gram[col][r] = col < r ? (double)vta : 0.0;
+        if (lane == 0) taus[r] = rf.tau;
+    }
+    fs = rf.scale;
+    sc = (double)rf.scale;
+    beta = rf.beta;
+    return wc;
+}
+
+// As preg_reflector_f32 from the sums redone in double (`tl`, the pivot's
+// `tr`; make_reflector): the row scale `sc` in double and whether its float
+// `fs` holds it (`fast`). tau = 0 leaves x as it is (v = x, panel.cu's
+// convention).
+__device__ __forceinline__ float preg_reflector_f64(float alpha, double tr, double tl, float rv,
+                                                    bool upd, int col, int r, int warp,
+                                                    int lane, double (*gram)[PREG_NB + 1],
+                                                    float* taus, float& fs, double& sc,
+                                                    float& beta, bool& fast) {
+    const Reflector rf = make_reflector(alpha, tr);
+    const double vta = (double)rv + rf.scale * tl;
+    const float wc = upd && rf.tau != 0.0f ? (float)((double)rf.tau * vta) : 0.0f;
+    if (warp == 0) {
+        gram[col][r] = col < r ? vta : 0.0;
+        if (lane == 0) taus[r] = rf.tau;
+    }
+    sc = rf.tau == 0.0f ? 1.0 : rf.scale;
+    fs = (float)sc;
+    beta = rf.beta;
+    fast = fabs(sc) < 1.0e30;
+    return wc;
+}
+
+// The block's largest magnitude from each thread's `amax` (`wmax`: a slot
+// per warp), in every thread.
+__device__ __forceinline__ float preg_block_max(float amax, float* wmax, int lane, int warp) {
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) wmax[warp] = amax;
+    __syncthreads();
+    float bmax = 0.0f;
+#pragma unroll
+    for (int q = 0; q < PREG_WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
+    return bmax;
+}
+
+// The power of two that scales a panel of largest magnitude `bmax` into
+// [0.5, 1): its exponent. Non-finite panels (their matrix is NaN-filled
+// later) keep scale 1.
+__device__ __forceinline__ int preg_exponent(float bmax) {
+    int ex = 0;
+    if (bmax > 0.0f && bmax <= 3.40282347e38f) frexpf(bmax, &ex);
+    return ex;
+}
+
+// Panel row `row` of NC columns from column `cb` (`x`, slot c = column
+// cb + c) into H (`hrow`, R back at the input's scale 2^ex) and into V
+// (`vrow`: unit lower, zero padded to the panel width); `bad` notes a
+// non-finite value of H written (qr_mark_overflow).
+template <int NC>
+__device__ __forceinline__ void preg_store_row(const float (&x)[NC], float* hrow, float* vrow,
+                                               int row, int cb, int w, int ex, bool vec,
+                                               bool& bad) {
+    float hv[NC], vv[NC];
+#pragma unroll
+    for (int c = 0; c < NC; ++c) {
+        const int cc = cb + c;
+        // R (on and above the diagonal) goes back to the input's scale.
+        hv[c] = row <= cc ? ldexpf(x[c], ex) : x[c];
+        vv[c] = (cc >= w || row < cc) ? 0.0f : (row == cc ? 1.0f : x[c]);
+        bad |= cc < w && qr_nonfinite(hv[c]);
+    }
+    // V's rows are 128-byte aligned (32 floats from an aligned base).
+#pragma unroll
+    for (int c = 0; c < NC; c += 4) preg_st4(vrow + c, vv[c], vv[c + 1], vv[c + 2], vv[c + 3]);
+    if (vec) {
+#pragma unroll
+        for (int c = 0; c < NC; c += 4) preg_st4(hrow + c, hv[c], hv[c + 1], hv[c + 2], hv[c + 3]);
+    } else {
+#pragma unroll
+        for (int c = 0; c < NC; ++c)
+            if (cb + c < w) hrow[c] = hv[c];
+    }
+}
+
+// The panel's T from the Gram columns (larft), into tbuf, and tau, with
+// tau's overflow mark: by every thread of the matrix's first block.
+__device__ __forceinline__ void preg_finish(double (*gram)[PREG_NB + 1], const float* taus,
+                                            float* __restrict__ tbuf, float* __restrict__ tau,
+                                            int* __restrict__ oflow, int m, int n, int p, int w,
+                                            int tid) {
+    larft_blocked<PREG_NB, PREG_NB + 1, PREG_THREADS>(gram, taus, w, tid);
+    for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
+        const int k = idx >> 5, c = idx & 31;
+        const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
+        tbuf[(long long)m * PREG_NB * PREG_NB + idx] = t;
+    }
+    if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
+    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(taus[tid & (PREG_NB - 1)]));
+}
+
+#if !PREG_HALVES
 extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
     panelreg_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
                         float* __restrict__ vbuf, float* __restrict__ tbuf,
@@ -361,12 +492,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         if (g == 0 && tid < w) tau[(long long)m * n + p + tid] = 0.0f;
         return;
     }
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (lane == 0) wmax[warp] = amax;
-    __syncthreads();
-    float bmax = 0.0f;
-#pragma unroll
-    for (int q = 0; q < PREG_WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
+    float bmax = preg_block_max(amax, wmax, lane, warp);
 #if PREG_CLUSTER > 0
     if (tid == 0) {
         mt.max = bmax;
@@ -383,9 +509,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
     for (int q = 0; q < PREG_CLUSTER; ++q) bmax = fmaxf(bmax, cluster_ld_f32(&mt.max, (u32)q));
 #endif
-    // Non-finite panels (their matrix is NaN-filled later) keep scale 1.
-    int ex = 0;
-    if (bmax > 0.0f && bmax <= 3.40282347e38f) frexpf(bmax, &ex);
+    const int ex = preg_exponent(bmax);
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k)
 #pragma unroll
@@ -516,19 +640,8 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 }
 #endif
                 const double tr = __shfl_sync(0xffffffffu, tl, 0);
-                const Reflector rf = make_reflector(alpha, tr);
-                const double vta = (double)rv + rf.scale * tl;
-                wc = lane >= 1 && lane < lim && rf.tau != 0.0f ? (float)((double)rf.tau * vta)
-                                                               : 0.0f;
-                if (warp == 0) {
-                    gram[col][r] = col < r ? vta : 0.0;
-                    if (lane == 0) taus[r] = rf.tau;
-                }
-                // tau = 0 leaves x as it is (v = x, panel.cu's convention).
-                sc = rf.tau == 0.0f ? 1.0 : rf.scale;
-                fs = (float)sc;
-                beta = rf.beta;
-                fast = fabs(sc) < 1.0e30;
+                wc = preg_reflector_f64(alpha, tr, tl, rv, lane >= 1 && lane < lim, col, r, warp,
+                                        lane, gram, taus, fs, sc, beta, fast);
             }
             wsh[warp][lane] = wc;
             __syncwarp();
@@ -689,43 +802,233 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS, pr = r0 + lr;
-        if (lr < rows) {
-            float* row = hm + (long long)pr * n;
-            float* vrow = vbuf + (long long)m * n * PREG_NB + (long long)pr * PREG_NB;
-            float hv[PREG_NB], vv[PREG_NB];
-#pragma unroll
-            for (int c = 0; c < PREG_NB; ++c) {
-                const float x = a[k][c];
-                // R (on and above the diagonal) goes back to the input's scale.
-                hv[c] = pr <= c ? ldexpf(x, ex) : x;
-                vv[c] = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
-                bad |= c < w && qr_nonfinite(hv[c]);
-            }
-            // V's rows are 128-byte aligned (32 floats from an aligned base).
-#pragma unroll
-            for (int c = 0; c < PREG_NB; c += 4)
-                preg_st4(vrow + c, vv[c], vv[c + 1], vv[c + 2], vv[c + 3]);
-            if (vec) {
-#pragma unroll
-                for (int c = 0; c < PREG_NB; c += 4)
-                    preg_st4(row + c, hv[c], hv[c + 1], hv[c + 2], hv[c + 3]);
-            } else {
-#pragma unroll
-                for (int c = 0; c < PREG_NB; ++c)
-                    if (c < w) row[c] = hv[c];
-            }
-        }
+        if (lr < rows)
+            preg_store_row<PREG_NB>(a[k], hm + (long long)pr * n,
+                                    vbuf + (long long)m * n * PREG_NB + (long long)pr * PREG_NB, pr,
+                                    0, w, ex, vec, bad);
     }
     qr_mark_overflow(oflow, m, bad);
     if (g != 0) return;
-
-    // T from the Gram columns.
-    larft_blocked<PREG_NB, PREG_NB + 1, PREG_THREADS>(gram, taus, w, tid);
-    for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
-        const int k = idx >> 5, c = idx & 31;
-        const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
-        tbuf[(long long)m * PREG_NB * PREG_NB + idx] = t;
-    }
-    if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
-    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(taus[tid & (PREG_NB - 1)]));
+    preg_finish(gram, taus, tbuf, tau, oflow, m, n, p, w, tid);
 }
+#endif  // !PREG_HALVES
+
+#if PREG_HALVES
+// Halves (PREG_HALVES, a block alone): the two halves of a warp hold the
+// same PREG_RPT rows, lanes 0..15 their columns 0..15 and lanes 16..31
+// their columns 16..31, row lane rl = 16 warp + lane % 16 holding rows rl,
+// rl + PREG_THREADS / 2, ... Why: the transposing butterfly reduces each
+// half's 16 partial sums over its 16 lanes, 15 exchanges where whole rows
+// take 31 for 32 sums (a quarter of a step's instructions at 256 threads x
+// 2 rows, session 17), and a thread keeps 16 partials instead of 32. The
+// price: each step's pivot column lives in one half, so the other half
+// fetches its rows' pivot values by a shuffle (PREG_RPT a step). The
+// registers of both halves rotate one slot per step; with 16 slots the
+// rotation repeats every 16 steps, so the pivot is slot 0 of the lower half
+// in steps 0..15 and of the upper half in steps 16..31. Sums run in a fixed
+// order (the same bits every run), in another order than whole rows.
+#define PREG_HNC 16                   // columns per thread
+#define PREG_HROWS (PREG_THREADS / 2)  // row lanes of a block
+
+__device__ __forceinline__ float preg_half_sum(float (&v)[PREG_HNC], int lane) {
+    preg_transpose_step<8>(v, lane);
+    preg_transpose_step<4>(v, lane);
+    preg_transpose_step<2>(v, lane);
+    preg_transpose_step<1>(v, lane);
+    return v[0];
+}
+
+// The pivot column's value in each of the thread's rows at step r (slot 0
+// of the half that holds column r).
+__device__ __forceinline__ void preg_hpivot(const float (&a)[PREG_RPT][PREG_HNC], int r, int lane,
+                                            float (&x)[PREG_RPT]) {
+    const int src = (lane & 15) | (r >= PREG_HNC ? 16 : 0);
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) x[k] = __shfl_sync(0xffffffffu, a[k][0], src);
+}
+
+// Reflector r's sums of the warp: lane 16 h + s gets the sum over the
+// warp's rows below r of x * A[., slot s of half h].
+__device__ __forceinline__ void preg_hdots(const float (&a)[PREG_RPT][PREG_HNC],
+                                           const float (&x)[PREG_RPT], int r, int rl, int rows,
+                                           int lane, float* out) {
+    float part[PREG_HNC];
+#pragma unroll
+    for (int c = 0; c < PREG_HNC; ++c) part[c] = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const int row = rl + k * PREG_HROWS;
+        const float xk = row > r && row < rows ? x[k] : 0.0f;
+#pragma unroll
+        for (int c = 0; c < PREG_HNC; ++c) part[c] = fmaf(xk, a[k][c], part[c]);
+    }
+    out[lane] = preg_half_sum(part, lane);
+}
+
+// The cold path's sums of reflector r in double, slot by slot, over each
+// half's 16 lanes in a fixed order.
+__device__ __forceinline__ void preg_hdots_f64(const float (&a)[PREG_RPT][PREG_HNC],
+                                               const float (&x)[PREG_RPT], int r, int rl,
+                                               int rows, int lane, double* out) {
+#pragma unroll 1
+    for (int c = 0; c < PREG_HNC; ++c) {
+        double d = 0.0;
+#pragma unroll
+        for (int k = 0; k < PREG_RPT; ++k) {
+            const int row = rl + k * PREG_HROWS;
+            const double xk = row > r && row < rows ? (double)x[k] : 0.0;
+            d = fma(xk, (double)preg_pick(a[k], c), d);
+        }
+        for (int o = 8; o > 0; o >>= 1) d += __shfl_xor_sync(0xffffffffu, d, o);
+        if ((lane & 15) == c) out[lane] = d;
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
+    panelreg_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
+                        float* __restrict__ vbuf, float* __restrict__ tbuf,
+                        float* __restrict__ tau, int n, int p, int w, int mat0,
+                        const float* __restrict__ vprev, const float* __restrict__ tprev,
+                        int fold, int* __restrict__ oflow) {
+    __shared__ double red2[PREG_WARPS][PREG_NB];
+    __shared__ float wmax[PREG_WARPS];
+    __shared__ double gram[PREG_NB][PREG_NB + 1];
+    __shared__ float taus[PREG_NB];
+    __shared__ float redf[2][PREG_WARPS][PREG_NB];
+    __shared__ __attribute__((aligned(16))) float rowf[2][PREG_NB];
+    __shared__ __attribute__((aligned(16))) float wsh[PREG_WARPS][PREG_NB];
+
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int m = mat0 + blockIdx.y;
+    const int cb = lane & 16;                   // this half's first column
+    const int rl = warp * 16 + (lane & 15);     // this thread's first row
+    const int rows = n - p;
+    float* hm = h + (long long)m * n * n + (long long)p * n + p;
+    const float* sm = src + (long long)m * n * n + (long long)p * n + p;
+    // panel.cu's rule, as in the whole-row kernel above.
+    const bool zero_panel = src == h && p >= zcol[m];
+    const bool vec = w == PREG_NB && (n & 3) == 0 && ((unsigned long long)hm & 15) == 0 &&
+                     ((unsigned long long)sm & 15) == 0;
+
+    float a[PREG_RPT][PREG_HNC];
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const int row = rl + k * PREG_HROWS;
+        const float* rp = sm + (long long)row * n + cb;
+        if (vec && row < rows) {
+#pragma unroll
+            for (int c = 0; c < PREG_HNC; c += 4)
+                preg_ld4(rp + c, a[k][c], a[k][c + 1], a[k][c + 2], a[k][c + 3]);
+        } else {
+#pragma unroll
+            for (int c = 0; c < PREG_HNC; ++c)
+                a[k][c] = (row < rows && cb + c < w) ? rp[c] : 0.0f;
+        }
+#pragma unroll
+        for (int c = 0; c < PREG_HNC; ++c) amax = fmaxf(amax, fabsf(a[k][c]));
+    }
+    if (zero_panel) {
+        if (tid < w) tau[(long long)m * n + p + tid] = 0.0f;
+        return;
+    }
+    const int ex = preg_exponent(preg_block_max(amax, wmax, lane, warp));
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k)
+#pragma unroll
+        for (int c = 0; c < PREG_HNC; ++c) a[k][c] = ldexpf(a[k][c], -ex);
+
+    // The one-barrier loop of the whole-row kernel, by halves: the pass that
+    // updates the rows for reflector r forms reflector r + 1's per-warp sums
+    // (lane 16 h + s: slot s of half h) and both halves of row r + 1 publish
+    // it; after the barrier every thread adds the warps' sums for its lane
+    // and forms the reflector itself.
+    float x[PREG_RPT];  // the pivot column in this thread's rows, this step
+    preg_hpivot(a, 0, lane, x);
+    preg_hdots(a, x, 0, rl, rows, lane, redf[0][warp]);
+    if (rl == 0) preg_publish(a[0], rowf[0] + cb);
+#pragma unroll 2
+    for (int r = 0; r < w; ++r) {
+        const int par = r & 1;
+        __syncthreads();  // redf[par]: reflector r's sums; rowf[par]: row r
+        float xs[PREG_WARPS];
+#pragma unroll
+        for (int q = 0; q < PREG_WARPS; ++q) xs[q] = redf[par][q][lane];
+        const float rv = rowf[par][lane];
+        const int pl = r >= PREG_HNC ? 16 : 0;  // the lane of the pivot's slot 0
+        const float alpha = __shfl_sync(0xffffffffu, rv, pl);
+        const int col = cb + ((r + lane) & (PREG_HNC - 1));  // this lane's slot's column
+        const bool upd = col > r && col < w;  // the columns the reflector updates
+        const float tlf = pairwise_sum_f32(xs);
+        const float trf = __shfl_sync(0xffffffffu, tlf, pl);
+        float wc, fs, beta;
+        double sc;
+        bool fast;
+        if (trf >= (float)PREG_TINY) {  // uniform over the block
+            wc = preg_reflector_f32(alpha, trf, tlf, rv, upd, col, r, warp, lane, gram, taus, fs, sc,
+                                    beta);
+            fast = true;
+        } else {
+            // A (nearly) vanished column: its sums again in double.
+            preg_hdots_f64(a, x, r, rl, rows, lane, red2[warp]);
+            __syncthreads();
+            double tl = 0.0;
+#pragma unroll
+            for (int q = 0; q < PREG_WARPS; ++q) tl += red2[q][lane];
+            const double tr = __shfl_sync(0xffffffffu, tl, pl);
+            wc = preg_reflector_f64(alpha, tr, tl, rv, upd, col, r, warp, lane, gram, taus, fs, sc,
+                                    beta, fast);
+        }
+        wsh[warp][lane] = wc;
+        __syncwarp();
+        float wv[PREG_HNC];
+#pragma unroll
+        for (int c = 0; c < PREG_HNC; c += 4) {
+            const preg_f4 q4 = *reinterpret_cast<const preg_f4*>(&wsh[warp][cb + c]);
+            wv[c] = q4.x[0];
+            wv[c + 1] = q4.x[1];
+            wv[c + 2] = q4.x[2];
+            wv[c + 3] = q4.x[3];
+        }
+        // Slot 0 of the pivot's half is the pivot column (w_c = 0 there);
+        // the other half's slot 0 is a column like the rest.
+        const bool owner = cb == pl;
+#pragma unroll
+        for (int k = 0; k < PREG_RPT; ++k) {
+            const int row = rl + k * PREG_HROWS;
+            // Rows above the pivot are final; padding rows stay zero.
+            if (row >= r && row < rows) {
+                const float v =
+                    row == r ? 1.0f : (fast ? x[k] * fs : (float)((double)x[k] * sc));
+#pragma unroll
+                for (int c = 0; c < PREG_HNC; ++c) a[k][c] = fmaf(-v, wv[c], a[k][c]);
+                if (owner) a[k][0] = row == r ? beta : v;
+            }
+        }
+        preg_rotate(a);
+        if (r + 1 < w) {
+            preg_hpivot(a, r + 1, lane, x);
+            preg_hdots(a, x, r + 1, rl, rows, lane, redf[par ^ 1][warp]);
+            // Row r + 1 lies in its threads' first register row.
+            if (rl == r + 1) preg_publish(a[0], rowf[par ^ 1] + cb);
+        }
+    }
+    // Back to slot c = column cb + c: 32 rotations in all, a multiple of 16.
+#pragma unroll 1
+    for (int r = w; r < PREG_NB; ++r) preg_rotate(a);
+    __syncthreads();  // gram and taus complete before larft
+
+    bool bad = false;  // a non-finite value written (qr_mark_overflow)
+#pragma unroll
+    for (int k = 0; k < PREG_RPT; ++k) {
+        const int row = rl + k * PREG_HROWS;
+        if (row < rows)
+            preg_store_row<PREG_HNC>(
+                a[k], hm + (long long)row * n + cb,
+                vbuf + (long long)m * n * PREG_NB + (long long)row * PREG_NB + cb, row, cb, w, ex,
+                vec, bad);
+    }
+    qr_mark_overflow(oflow, m, bad);
+    preg_finish(gram, taus, tbuf, tau, oflow, m, n, p, w, tid);
+}
+#endif  // PREG_HALVES
