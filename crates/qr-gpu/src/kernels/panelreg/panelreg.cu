@@ -335,6 +335,12 @@ __device__ __forceinline__ float preg_reflector_f64(float alpha, double tr, doub
     return wc;
 }
 
+// preg_block_max, preg_store_row and preg_finish serve the halves kernel.
+// The whole-row kernel keeps its own copies of those steps: routed through
+// them, NVRTC 13.5 scheduled its cluster variant's prologue differently,
+// and the measured kernels stay byte-identical until a device run measures
+// such a change.
+
 // The block's largest magnitude from each thread's `amax` (`wmax`: a slot
 // per warp), in every thread.
 __device__ __forceinline__ float preg_block_max(float amax, float* wmax, int lane, int warp) {
@@ -492,7 +498,12 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         if (g == 0 && tid < w) tau[(long long)m * n + p + tid] = 0.0f;
         return;
     }
-    float bmax = preg_block_max(amax, wmax, lane, warp);
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) wmax[warp] = amax;
+    __syncthreads();
+    float bmax = 0.0f;
+#pragma unroll
+    for (int q = 0; q < PREG_WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
 #if PREG_CLUSTER > 0
     if (tid == 0) {
         mt.max = bmax;
@@ -802,14 +813,45 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS, pr = r0 + lr;
-        if (lr < rows)
-            preg_store_row<PREG_NB>(a[k], hm + (long long)pr * n,
-                                    vbuf + (long long)m * n * PREG_NB + (long long)pr * PREG_NB, pr,
-                                    0, w, ex, vec, bad);
+        if (lr < rows) {
+            float* row = hm + (long long)pr * n;
+            float* vrow = vbuf + (long long)m * n * PREG_NB + (long long)pr * PREG_NB;
+            float hv[PREG_NB], vv[PREG_NB];
+#pragma unroll
+            for (int c = 0; c < PREG_NB; ++c) {
+                const float x = a[k][c];
+                // R (on and above the diagonal) goes back to the input's scale.
+                hv[c] = pr <= c ? ldexpf(x, ex) : x;
+                vv[c] = (c >= w || pr < c) ? 0.0f : (pr == c ? 1.0f : x);
+                bad |= c < w && qr_nonfinite(hv[c]);
+            }
+            // V's rows are 128-byte aligned (32 floats from an aligned base).
+#pragma unroll
+            for (int c = 0; c < PREG_NB; c += 4)
+                preg_st4(vrow + c, vv[c], vv[c + 1], vv[c + 2], vv[c + 3]);
+            if (vec) {
+#pragma unroll
+                for (int c = 0; c < PREG_NB; c += 4)
+                    preg_st4(row + c, hv[c], hv[c + 1], hv[c + 2], hv[c + 3]);
+            } else {
+#pragma unroll
+                for (int c = 0; c < PREG_NB; ++c)
+                    if (c < w) row[c] = hv[c];
+            }
+        }
     }
     qr_mark_overflow(oflow, m, bad);
     if (g != 0) return;
-    preg_finish(gram, taus, tbuf, tau, oflow, m, n, p, w, tid);
+
+    // T from the Gram columns.
+    larft_blocked<PREG_NB, PREG_NB + 1, PREG_THREADS>(gram, taus, w, tid);
+    for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
+        const int k = idx >> 5, c = idx & 31;
+        const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
+        tbuf[(long long)m * PREG_NB * PREG_NB + idx] = t;
+    }
+    if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
+    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(taus[tid & (PREG_NB - 1)]));
 }
 #endif  // !PREG_HALVES
 
