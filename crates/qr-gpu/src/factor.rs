@@ -59,9 +59,9 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         engine.lane(l).fork_from(engine.stream())?;
     }
     let mut m0 = 0;
+    let mut queued = Ok(());
     for l in 0..lanes {
         let mats = batch / lanes + usize::from(l < batch % lanes);
-        let sub = Shape::new(mats, n)?;
         let len = shape.matrix_len() as u64 * 4;
         let at = |base: u64, per: u64| base + m0 as u64 * per;
         let part = Operands {
@@ -70,19 +70,26 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
             tau: at(tau, n as u64 * 4),
             info: at(info, 4),
         };
+        m0 += mats;
         // The group's own shape: the kernels' launches size their grids by
         // the plan's batch.
-        let group = Plan {
-            shape: sub,
-            ..plan.clone()
-        };
-        queue_blocked(engine, engine.lane(l), &group, sub, part)?;
-        m0 += mats;
+        queued = Shape::new(mats, n).and_then(|sub| {
+            let group = Plan {
+                shape: sub,
+                ..plan.clone()
+            };
+            queue_blocked(engine, engine.lane(l), &group, sub, part)
+        });
+        if queued.is_err() {
+            break;
+        }
     }
+    // Joined even after a failure, so that no lane's queued work outlives
+    // the call unordered against the engine's stream.
     for l in 1..lanes {
         engine.lane(l).join_into(engine.stream())?;
     }
-    Ok(())
+    queued
 }
 
 /// Queues the blocked factorization of `shape` on `lane`, its checks and
