@@ -271,24 +271,6 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             ));
         }
     }
-    for fold in [false, true] {
-        let t = Tuning {
-            reg_panel_fold: fold,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,240,1,dense",
-                "40,352,1,dense",
-                "40,512,1,dense",
-            ],
-            format!("register panel fold {fold}"),
-            None,
-            &t,
-        );
-    }
     for k in [0u32, 2, 8] {
         let t = Tuning {
             tensor_row_split: k,
@@ -308,43 +290,37 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    // Switches of the tensor-core plans, each off and on, on the planner's
-    // plans of the benchmark's blocked and cluster cases.
-    let tensor_switches: [(&str, SetSwitch); 2] = [
-        ("fused checks", |t, on| t.fused_checks = on),
-        ("tensor lo truncate", |t, on| t.tensor_lo_truncate = on),
+    // On/off switches, each swept off and on over its cases (the strategy
+    // forced where one is named, else the planner's plans).
+    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 5] = [
+        ("register panel fold", &FEW_CASES[..4], None, |t, on| {
+            t.reg_panel_fold = on
+        }),
+        ("fused checks", &DENSE_CASES[2..], None, |t, on| {
+            t.fused_checks = on
+        }),
+        ("tensor lo truncate", &DENSE_CASES[2..], None, |t, on| {
+            t.tensor_lo_truncate = on
+        }),
+        (
+            "register panel halves",
+            &["40,352,1,dense", "40,512,1,dense"],
+            None,
+            |t, on| t.reg_panel_halves = on,
+        ),
+        (
+            "register cluster one barrier",
+            &CLUSTER_CASES,
+            Some(Strategy::Cluster),
+            |t, on| t.reg_panel_cluster_one_barrier = on,
+        ),
     ];
-    for (knob, set) in tensor_switches {
+    for (knob, specs, strat, set) in switches {
         for on in [false, true] {
             let mut t = base.clone();
             set(&mut t, on);
-            add(
-                &mut variants,
-                &[
-                    "40,352,1,dense",
-                    "640,512,2,dense",
-                    "60,1024,2,dense",
-                    "8,2048,1,dense",
-                    "2,4096,1,dense",
-                ],
-                format!("{knob} {on}"),
-                None,
-                &t,
-            );
+            add(&mut variants, specs, format!("{knob} {on}"), strat, &t);
         }
-    }
-    for halves in [false, true] {
-        let t = Tuning {
-            reg_panel_halves: halves,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &["40,352,1,dense", "40,512,1,dense"],
-            format!("register panel halves {halves}"),
-            None,
-            &t,
-        );
     }
     for lanes in [1u32, 2] {
         // Lanes are planned outside graphs only: these few-matrix plans
@@ -374,19 +350,6 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &["640,512,2,dense", "640,512,0,rankdef"],
             format!("batch lanes {lanes}"),
             None,
-            &t,
-        );
-    }
-    for one in [false, true] {
-        let t = Tuning {
-            reg_panel_cluster_one_barrier: one,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &CLUSTER_CASES,
-            format!("register cluster one barrier {one}"),
-            Some(Strategy::Cluster),
             &t,
         );
     }

@@ -58,11 +58,11 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
     for l in 1..lanes {
         engine.lane(l).fork_from(engine.stream())?;
     }
+    let len = shape.matrix_len() as u64 * 4;
     let mut m0 = 0;
     let mut queued = Ok(());
     for l in 0..lanes {
         let mats = batch / lanes + usize::from(l < batch % lanes);
-        let len = shape.matrix_len() as u64 * 4;
         let at = |base: u64, per: u64| base + m0 as u64 * per;
         let part = Operands {
             a: at(a, len),

@@ -813,6 +813,11 @@ mod tests {
         }
     }
 
+    /// The planner's plan for `b` matrices of order `n` on the test H200.
+    fn at(b: usize, n: usize, t: &Tuning) -> Plan {
+        plan(Shape::new(b, n).unwrap(), &h200(), t, None).unwrap()
+    }
+
     #[test]
     fn strategies_parse_and_print() {
         for s in Strategy::ALL {
@@ -823,12 +828,10 @@ mod tests {
 
     #[test]
     fn halves_for_register_panels_of_one_row_per_thread() {
-        let d = h200();
         let t = Tuning {
             reg_panel_halves: true,
             ..Tuning::default()
         };
-        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
         let p = at(40, 352, &t);
         assert!(p.panel.reg_halves && p.panel.rows_per_thread == 1, "{p}");
         assert!(p.to_string().contains("by halves"));
@@ -845,12 +848,10 @@ mod tests {
 
     #[test]
     fn lanes_for_batches_of_several_matrices_per_sm_outside_graphs() {
-        let d = h200();
         let t = Tuning {
             batch_lanes: 3,
             ..Tuning::default()
         };
-        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
         assert_eq!(at(640, 512, &t).panel.lanes, 3);
         assert!(at(640, 512, &t).to_string().contains("3 groups"));
         // Fewer than two matrices per SM; a graph; the smem strategy.
@@ -875,9 +876,7 @@ mod tests {
 
     #[test]
     fn graphs_for_panel_chains_without_the_checks_stream() {
-        let d = h200();
         let t = Tuning::default();
-        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
         for (b, n) in [(40, 176), (40, 352), (60, 1024), (8, 2048), (2, 4096)] {
             assert!(at(b, n, &t).graph, "{b} x {n}");
         }
@@ -938,12 +937,10 @@ mod tests {
 
     #[test]
     fn register_panel_folds_only_on_request_and_where_it_fits() {
-        let d = h200();
         let on = Tuning {
             reg_panel_fold: true,
             ..Tuning::default()
         };
-        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
         for n in [176, 352, 512] {
             let p = at(40, n, &on);
             assert!(p.panel.fold && p.panel.rows_per_thread == 1, "{n}: {p}");
@@ -987,7 +984,6 @@ mod tests {
             reg_panel_rows_per_thread: 0,
             ..Tuning::default()
         };
-        let at = |b, n, t: &Tuning| plan(Shape::new(b, n).unwrap(), &d, t, None).unwrap();
         // The last columns, a whole number of panels short of n, at most 64.
         let c = at(40, 176, &t).panel.corner.unwrap();
         assert_eq!((c.n, c.tpc, c.rows), (48, 8, 8));

@@ -415,11 +415,16 @@ fn panel_variant(
         let a = generate(&sp, seed + 100 + i as u64);
         gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
     }
-    let sp = spec(2, 257, 1.0, Case::Dense);
-    let tiny: Vec<f32> = generate(&sp, 19).iter().map(|x| x * 1e-30).collect();
-    gate(&b, sp.shape()?, &tiny, &format!("{label} {sp} times 1e-30"))?;
-    let one = geqrf(&b, sp.shape()?, &tiny)?;
-    let two = geqrf(&b, sp.shape()?, &tiny)?;
+    tiny_twice(&b, spec(2, 257, 1.0, Case::Dense), 19, label)
+}
+
+/// `sp`'s input (seeded `seed`) times 1e-30 passes the gate on `b`, and two
+/// runs give the same bits.
+fn tiny_twice(b: &GpuBackend, sp: Spec, seed: u64, label: &str) -> Result<(), Failed> {
+    let tiny: Vec<f32> = generate(&sp, seed).iter().map(|x| x * 1e-30).collect();
+    gate(b, sp.shape()?, &tiny, &format!("{label} {sp} times 1e-30"))?;
+    let one = geqrf(b, sp.shape()?, &tiny)?;
+    let two = geqrf(b, sp.shape()?, &tiny)?;
     if one.h != two.h || one.tau != two.tau {
         return Err(format!("{label}: two runs differ").into());
     }
@@ -828,14 +833,7 @@ fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let a = generate(&sp, 3300 + i as u64);
         gate(&b, sp.shape()?, &a, &format!("halves {sp}"))?;
     }
-    let sp = spec(2, 400, 1.0, Case::Dense);
-    let tiny: Vec<f32> = generate(&sp, 3400).iter().map(|x| x * 1e-30).collect();
-    gate(&b, sp.shape()?, &tiny, &format!("halves {sp} times 1e-30"))?;
-    let one = geqrf(&b, sp.shape()?, &tiny)?;
-    let two = geqrf(&b, sp.shape()?, &tiny)?;
-    if one.h != two.h || one.tau != two.tau {
-        return Err("halves: two runs differ".into());
-    }
+    tiny_twice(&b, spec(2, 400, 1.0, Case::Dense), 3400, "halves")?;
     let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
     overflow_flagged_alike(&b, &whole, &[333, 512], "halves", false)
 }
@@ -890,8 +888,7 @@ fn overflow_flagged_alike(
         if one.info[1] != Info::OVERFLOW || one.info[2] != Info::OVERFLOW || !one.info[0].is_ok() {
             return Err(format!("{what}: info {:?}", one.info).into());
         }
-        let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
-        if same_bits && (bits(&one.h) != bits(&two.h) || bits(&one.tau) != bits(&two.tau)) {
+        if same_bits && !(same_f32_bits(&one.h, &two.h) && same_f32_bits(&one.tau, &two.tau)) {
             return Err(format!("{what}: differs from the reference").into());
         }
         if one.info != two.info {
@@ -990,19 +987,12 @@ fn register_panel(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             let a = generate(&sp, 600 + i as u64);
             gate(&b, sp.shape()?, &a, &format!("{s} register panel {sp}"))?;
         }
-        let sp = spec(2, 257, 1.0, Case::Dense);
-        let tiny: Vec<f32> = generate(&sp, 13).iter().map(|x| x * 1e-30).collect();
-        gate(
+        tiny_twice(
             &b,
-            sp.shape()?,
-            &tiny,
-            &format!("{s} register panel {sp} times 1e-30"),
+            spec(2, 257, 1.0, Case::Dense),
+            13,
+            &format!("{s} register panel"),
         )?;
-        let one = geqrf(&b, sp.shape()?, &tiny)?;
-        let two = geqrf(&b, sp.shape()?, &tiny)?;
-        if one.h != two.h || one.tau != two.tau {
-            return Err(format!("{s} register panel: two runs differ").into());
-        }
     }
     // The register panel's fold (`Tuning::reg_panel_fold`), and beside the
     // mid-factorization check (the checks stream forced) bitwise equal to

@@ -149,10 +149,6 @@ pub(crate) struct Staging {
     pub ring: bool,
 }
 
-/// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
-/// width `w`, with the next slab prefetched when `prefetch`, blocks of
-/// `warps` (4 or 8) warps, A2 kept in shared memory between the passes
-/// where `staging` allows it and the tile fits beside a resident block.
 /// The row-split cluster sizes the kernel compiles (`TC_ROWSPLIT`): `k`
 /// rounded down to 1, 2, 4 or 8 (the portable cluster limit).
 fn split_size(k: u32) -> u32 {
@@ -192,6 +188,13 @@ pub(crate) fn row_split(
     k
 }
 
+/// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
+/// width `w`, with the next slab prefetched when `prefetch`, blocks of
+/// `warps` (4 or 8) warps, A2 kept in shared memory between the passes
+/// where `staging` allows it and the tile fits beside a resident block.
+/// Each tile's rows are split over a cluster of `row_split` blocks (rounded
+/// by `split_size`; 1: none), and with `lo_rz` the split's low parts go to
+/// the tensor cores unrounded.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
