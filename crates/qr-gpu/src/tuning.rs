@@ -334,9 +334,14 @@ pub struct Tuning {
     /// is (they read its top 19 bits: truncation), two integer
     /// instructions fewer per value than rounding lo too. The dropped bits
     /// lie below 2^-21 of x, beside the 2^-22 of the lo * lo product the
-    /// 3-pass split leaves out anyway. Off until measured: the W pass's
-    /// loop falls from 367 to 336 SASS instructions (NVRTC 13.5, 4-warp
-    /// blocks), and the kernel spills 8 bytes at 128 registers.
+    /// 3-pass split leaves out anyway. The W pass's loop falls from 367 to
+    /// 336 SASS instructions (NVRTC 13.5, 4-warp blocks; the kernel spills
+    /// 8 bytes at 128 registers). On: faster on every case of its sweep on
+    /// the H200 (docs/perf/qr-gpu.md, table "tensor lo truncate", session
+    /// 17), off / on: 40 x 352 558.3 / 551.8 us, 640 x 512 5231.1 /
+    /// 5031.8, 60 x 1024 3831.4 / 3775.5, 8 x 2048 5476.3 / 5415.9,
+    /// 2 x 4096 10097.2 / 9886.2. The default since session 18, which had
+    /// no device: its first suites are the next device call's.
     pub tensor_lo_truncate: bool,
     /// `blocked` plans whose register panel holds one row per thread (a
     /// block alone on tall panels, 40 x 352): each thread holds 16 columns
@@ -399,7 +404,7 @@ impl Default for Tuning {
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
             fused_checks: true,
-            tensor_lo_truncate: false,
+            tensor_lo_truncate: true,
             reg_panel_halves: false,
         }
     }
