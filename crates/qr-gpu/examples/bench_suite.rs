@@ -353,6 +353,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for hints in [0u32, 1, 2] {
+        let t = Tuning {
+            tensor_l2_hints: hints,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..],
+            format!("tensor l2 hints {hints}"),
+            None,
+            &t,
+        );
+    }
     for min in [64u32, 128, 256] {
         let t = Tuning {
             reg_panel_alone_min_threads: min,

@@ -467,6 +467,7 @@ fn tensor_update(
                 depth: plan.panel.tensor_stage_depth,
                 max_rows: plan.panel.tensor_stage_max_rows,
                 ring: plan.panel.tensor_stage_ring,
+                l2_hints: plan.panel.tensor_l2_hints,
             },
             row_split,
             plan.panel.tensor_lo_truncate,

@@ -350,6 +350,18 @@ pub struct Tuning {
     /// (NVRTC 13.5, 384 threads, the cold path left out): 613 instructions
     /// per two steps against 712. Off: not yet run on a GPU (session 17).
     pub reg_panel_halves: bool,
+    /// L2 eviction priorities of the tensor-core update (with
+    /// `tensor_stage_ring`): 0 none; 1 A2's second read (the update pass)
+    /// and its stores evict first, except the launch's first tile, whose
+    /// columns the next kernels of the chain read; 2 also A2's first read
+    /// (the W pass) evicts last. Why: a block reads its tile twice and
+    /// every resident block streams its own tile in between; the bulk
+    /// update at 640 x 512 hit L2 on half its lookups and moved 1.77 GB of
+    /// DRAM against 1.21 GB read once and written once (ncu, session 14
+    /// run 8). The policy rides on the copies' and stores' descriptors: no
+    /// extra instruction per access (NVRTC 13.5 SASS). 0 until measured:
+    /// written in session 18, which had no device.
+    pub tensor_l2_hints: u32,
 }
 
 impl Default for Tuning {
@@ -406,6 +418,7 @@ impl Default for Tuning {
             fused_checks: true,
             tensor_lo_truncate: true,
             reg_panel_halves: false,
+            tensor_l2_hints: 0,
         }
     }
 }

@@ -923,6 +923,37 @@ fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// L2 eviction priorities in the tensor-core update
+/// (`Tuning::tensor_l2_hints`, 1 and 2): on the blocked and cluster
+/// strategies, every distribution and sizes around the panel and tile
+/// edges (staged orders and the unstaged odd ones), bitwise equal to no
+/// hints, as a cache policy changes no value.
+fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for hints in [1, 2] {
+        let tuning = qr_gpu::Tuning {
+            tensor_l2_hints: hints,
+            ..qr_gpu::Tuning::default()
+        };
+        for s in [Strategy::Blocked, Strategy::Cluster] {
+            let plain = (**g).clone().with_strategy(Some(s));
+            let hinted = plain.clone().with_tuning(tuning.clone());
+            let plan = hinted.plan(Shape::new(3, 512)?)?;
+            if plan.panel.tensor_l2_hints != hints || !plan.panel.tensor_stage_ring {
+                return Err(format!("{s}: hints {hints} not planned: {plan}").into());
+            }
+            let specs = sizes_and_cases(&[33, 64, 97, 333, 512, 1000], (3, 400, 0.0), 20);
+            same_bits(
+                &hinted,
+                &plain,
+                &specs,
+                3200,
+                &format!("{s} l2 hints {hints}"),
+            )?;
+        }
+    }
+    Ok(())
+}
+
 /// Groups of a batch on lanes of their own streams (`Tuning::batch_lanes`):
 /// every distribution, batches that do and do not divide evenly (and
 /// fewer matrices than lanes), each gated and bitwise equal to one lane.
@@ -1319,7 +1350,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 31] = [
+    let plain: [(&str, Test); 32] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1340,6 +1371,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("batch_lanes", batch_lanes),
         ("fused_checks", fused_checks),
         ("tensor_lo_rounded", tensor_lo_rounded),
+        ("tensor_l2_hints", tensor_l2_hints),
         ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),

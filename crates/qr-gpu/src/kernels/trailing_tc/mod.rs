@@ -29,6 +29,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_RING",
         "TC_ROWSPLIT",
         "TC_LO_RZ",
+        "TC_L2HINT",
     ],
 };
 
@@ -53,7 +54,10 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// between the two passes (`Tuning::tensor_stage_depth`), or with `ring`
 /// passes A2 through each warp's ring like V (`Tuning::tensor_stage_ring`).
 /// `lo_rz`: the low parts of the split go to the tensor cores unrounded
-/// (`Tuning::tensor_lo_truncate`).
+/// (`Tuning::tensor_lo_truncate`). `l2_hints` (0, 1, 2): L2 eviction
+/// priorities on A2's ring copies and stores (`Tuning::tensor_l2_hints`;
+/// only with `stage` > 0 and `ring`, else 0).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn defines(
     vec4: bool,
     prefetch: bool,
@@ -62,8 +66,14 @@ pub(crate) fn defines(
     ring: bool,
     row_split: u32,
     lo_rz: bool,
+    l2_hints: u32,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
+    let l2_hints = if stage > 0 && ring {
+        l2_hints.min(2)
+    } else {
+        0
+    };
     // A row-split block runs one per SM (`row_split`), so it may take the
     // registers that keep its cluster meeting free of spills.
     let blocks = if row_split > 1 {
@@ -83,6 +93,7 @@ pub(crate) fn defines(
         ("TC_RING", u8::from(ring && stage > 0).to_string()),
         ("TC_ROWSPLIT", row_split.to_string()),
         ("TC_LO_RZ", u8::from(lo_rz).to_string()),
+        ("TC_L2HINT", l2_hints.to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -147,6 +158,10 @@ pub(crate) struct Staging {
     pub max_rows: usize,
     /// A2 passes through the rings too, read twice, nothing resident.
     pub ring: bool,
+    /// L2 eviction priorities with `ring` (`Tuning::tensor_l2_hints`): 0
+    /// none; 1 A2's second read and its stores (but the launch's first
+    /// tile's) evict first; 2 also its first read evicts last.
+    pub l2_hints: u32,
 }
 
 /// The row-split cluster sizes the kernel compiles (`TC_ROWSPLIT`): `k`
@@ -222,7 +237,16 @@ pub(crate) fn launch(
         let bytes = stage_bytes(warps, depth, nrow, ring);
         let f = engine.function(
             &SOURCE,
-            &defines(vec4, prefetch, warps, depth, ring, row_split, lo_rz),
+            &defines(
+                vec4,
+                prefetch,
+                warps,
+                depth,
+                ring,
+                row_split,
+                lo_rz,
+                staging.l2_hints,
+            ),
             APPLY,
         )?;
         if bytes <= engine.info().smem_per_block_optin {
@@ -238,7 +262,16 @@ pub(crate) fn launch(
     }
     let f = engine.function(
         &SOURCE,
-        &defines(vec4, prefetch, warps, stage, ring, row_split, lo_rz),
+        &defines(
+            vec4,
+            prefetch,
+            warps,
+            stage,
+            ring,
+            row_split,
+            lo_rz,
+            staging.l2_hints,
+        ),
         APPLY,
     )?;
     let blocks = ntrail
@@ -292,6 +325,27 @@ pub(crate) fn launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn l2_hints_only_ride_on_a_ring() {
+        let hint = |stage, ring, hints| {
+            defines(true, false, 4, stage, ring, 1, true, hints)
+                .into_iter()
+                .find(|(k, _)| k == "TC_L2HINT")
+                .map(|(_, v)| v)
+        };
+        assert_eq!(hint(2, true, 1).as_deref(), Some("1"));
+        assert_eq!(hint(2, true, 2).as_deref(), Some("2"));
+        assert_eq!(hint(2, true, 7).as_deref(), Some("2"));
+        // The kernel refuses hints without the ring's copies.
+        assert_eq!(hint(0, true, 2).as_deref(), Some("0"));
+        assert_eq!(hint(2, false, 2).as_deref(), Some("0"));
+        // Every define the source requires is given.
+        let given = defines(true, false, 8, 2, true, 1, false, 0);
+        for name in SOURCE.defines {
+            assert!(given.iter().any(|(k, _)| k == name), "{name} missing");
+        }
+    }
 
     #[test]
     fn row_split_fills_the_sms_with_few_tiles_only() {

@@ -83,6 +83,12 @@
 #ifndef TC_ROWSPLIT
 #error "TC_ROWSPLIT (blocks of a cluster splitting a tile's rows; 1: one block per tile) must be defined by the plan"
 #endif
+#ifndef TC_L2HINT
+#error "TC_L2HINT (0: no L2 eviction hints; 1: A2's last read and its stores evict first; 2: also its first read evicts last) must be defined by the plan"
+#endif
+#if TC_L2HINT && !(TC_STAGE && TC_RING)
+#error "TC_L2HINT needs TC_STAGE and TC_RING (the hints ride on the ring's copies)"
+#endif
 #if TC_ROWSPLIT != 1 && TC_ROWSPLIT != 2 && TC_ROWSPLIT != 4 && TC_ROWSPLIT != 8
 #error "TC_ROWSPLIT is 1, 2, 4 or 8"
 #endif
@@ -259,16 +265,51 @@ __device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) 
 #endif
 }
 
+// ---- L2 eviction priorities (TC_L2HINT) ----
+//
+// Why: a block reads its A2 tile twice, the W pass and then the update
+// pass, and between the two every other resident block streams its own
+// tile through L2 and writes it back; at 640 x 512 only half of the
+// launch's L2 lookups hit (ncu, docs/perf/qr-gpu.md, session 14 run 8), so
+// the second read largely goes to DRAM again. Lines that are dead once
+// used (the second read, and the stores, which no later kernel of the step
+// reads soon) are marked to leave L2 first, so that first reads and V stay.
+// A policy is an opaque 64-bit value made by createpolicy (sm_80+).
+__device__ __forceinline__ unsigned long long tc_policy_evict_first() {
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+__device__ __forceinline__ unsigned long long tc_policy_evict_last() {
+    unsigned long long pol;
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
+    return pol;
+}
+
+// `hint` (uniform over the block): the store's lines leave L2 first
+// (TC_L2HINT); only tiles whose columns no kernel of the next step reads
+// first take it (tc_store_hint).
 template <bool edge>
-__device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const tc_f4& v) {
+__device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const tc_f4& v,
+                                            bool hint) {
 #if TC_VEC4
     // One 16-byte store: the compiler splits a store of the struct into four
     // 4-byte ones (docs/perf/qr-gpu.md, session 6). The values depend on this
     // thread's own load of the same elements, so no other ordering is needed.
-    if (!edge || col < ncols)
+    if (!edge || col < ncols) {
+#if TC_L2HINT
+        if (hint) {
+            asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
+                         "f"(v.x[0]), "f"(v.x[1]), "f"(v.x[2]), "f"(v.x[3]),
+                         "l"(tc_policy_evict_first()));
+            return;
+        }
+#endif
         asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x[0]),
                      "f"(v.x[1]), "f"(v.x[2]), "f"(v.x[3]));
+    }
 #else
+    (void)hint;
 #pragma unroll
     for (int i = 0; i < 4; ++i)
         if (!edge || col + i < ncols) p[i] = v.x[i];
@@ -385,14 +426,14 @@ __device__ __forceinline__ int tc_matrix(int ntrail) {
 // over the warp): the tile's rows are final (R's rows of this panel), so a
 // non-finite value stored marks the matrix in `oflow` (the writers'
 // overflow check; nothing is held across tiles, as the loops have no
-// register to spare).
+// register to spare). `hint`: the stores leave L2 first (TC_L2HINT).
 template <bool edge>
 __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
                                                const unsigned (&bhi)[4 / TC_KPACK][4][2],
                                                const unsigned (&blo)[4 / TC_KPACK][4][2],
                                                float* at, int lda, int i0, int nrow, int ncols,
                                                int cg, int g, int tq, bool check,
-                                               int* oflow, int ntrail) {
+                                               int* oflow, int ntrail, bool hint) {
     bool bad = false;
     float d[4][4];
 #pragma unroll
@@ -429,7 +470,7 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
             if (check)
 #pragma unroll
                 for (int j = 0; j < 4; ++j) bad |= (!edge || col + j < ncols) && qr_nonfinite(o.x[j]);
-            tc_store_a4<edge>(at + (long long)row * lda + col, col, ncols, o);
+            tc_store_a4<edge>(at + (long long)row * lda + col, col, ncols, o, hint);
         }
     }
     if (check) qr_mark_overflow(oflow, tc_matrix(ntrail), bad);
@@ -467,6 +508,27 @@ __device__ __forceinline__ void tc_cp16(unsigned dst, const float* src, int byte
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                  "r"(bytes)
                  : "memory");
+}
+
+// As tc_cp16, the copy's L2 lines taking the eviction policy `pol`
+// (TC_L2HINT).
+__device__ __forceinline__ void tc_cp16_hint(unsigned dst, const float* src, int bytes,
+                                             unsigned long long pol) {
+    asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(dst),
+                 "l"(src), "r"(bytes), "l"(pol)
+                 : "memory");
+}
+
+// A2's copy in a ring: `apol` 0 plain, 1 evict first (its last read), 2
+// evict last (its first read, to be read again by the update pass).
+template <int apol>
+__device__ __forceinline__ void tc_cp16_a(unsigned dst, const float* src, int bytes) {
+    if (apol == 1)
+        tc_cp16_hint(dst, src, bytes, tc_policy_evict_first());
+    else if (apol == 2)
+        tc_cp16_hint(dst, src, bytes, tc_policy_evict_last());
+    else
+        tc_cp16(dst, src, bytes);
 }
 
 __device__ __forceinline__ void tc_cp_commit() {
@@ -517,7 +579,7 @@ __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __r
 // moves the stager a slab (`step` rows) down. `vm` and `as` (the matrix's
 // V and A2) are the source address of the copies of rows past nrow, which
 // read nothing.
-template <int step>
+template <int step, int apol = 0>
 __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool a_too,
                                          const float* vm, const float* as) {
     static_assert(step % 4 == 0, "a slab step is whole groups of a thread's four rows");
@@ -527,14 +589,15 @@ __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             tc_cp16(vd + 512 * i, st.vsrc + 4 * TC_NB * i, vbytes);
-            if (a_too) tc_cp16(ad + 512 * i, st.asrc + i * st.lda4, abytes);
+            if (a_too) tc_cp16_a<apol>(ad + 512 * i, st.asrc + i * st.lda4, abytes);
         }
     } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const bool in = 4 * i < st.rows;
             tc_cp16(vd + 512 * i, in ? st.vsrc + 4 * TC_NB * i : vm, in ? vbytes : 0);
-            if (a_too) tc_cp16(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? abytes : 0);
+            if (a_too)
+                tc_cp16_a<apol>(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? abytes : 0);
         }
     }
     st.vsrc += step * TC_NB;
@@ -667,6 +730,14 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
             }
 
     constexpr int kRowStep = TC_WARPS * 16;
+    // L2 eviction priorities of A2's ring copies (TC_L2HINT; tc_cp16_a):
+    // its first read stays (level 2), its last read leaves first.
+    constexpr int kFirstRead = TC_L2HINT >= 2 ? 2 : 0;
+    constexpr int kLastRead = TC_L2HINT >= 1 ? 1 : 0;
+    // The stores leave L2 first too, but for the launch's first tile: its
+    // columns are the next panel's (or the next look-ahead update's), read
+    // by the next kernels of the chain.
+    const bool hint = TC_L2HINT && col0 > 0;
 #if TC_STAGE
     static_assert(TC_WN == 1, "a warp's W slabs and update tiles are the same rows");
     // The warp's ring of TC_STAGE slots, then the block's resident A2 tile;
@@ -690,7 +761,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage<kRowStep>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kRowStep), true,
+            tc_stage<kRowStep, kFirstRead>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kRowStep), true,
                                vm, as);
         tc_cp_commit();
     }
@@ -699,7 +770,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         const int qa = ahead % TC_STAGE, qk = k % TC_STAGE;
         // Slot qa was last read at slab k - 1, before its __syncwarp.
         if (ahead < nslab)
-            tc_stage<kRowStep>(st, ring_off + qa * kSlot,
+            tc_stage<kRowStep, kFirstRead>(st, ring_off + qa * kSlot,
                                a_off(qa, warp * 16 + ahead * kRowStep), true, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
@@ -897,7 +968,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage<kTileStep>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kTileStep),
+            tc_stage<kTileStep, kLastRead>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kTileStep),
                                 TC_RING, vm, as);
         tc_cp_commit();
     }
@@ -905,7 +976,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         const int i0 = warp * 16 + k * kTileStep, ahead = k + TC_STAGE - 1;
         const int qa = ahead % TC_STAGE, qk = k % TC_STAGE;
         if (ahead < nslab)
-            tc_stage<kTileStep>(st, ring_off + qa * kSlot,
+            tc_stage<kTileStep, kLastRead>(st, ring_off + qa * kSlot,
                                 a_off(qa, warp * 16 + ahead * kTileStep), TC_RING, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();
@@ -915,9 +986,9 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         __syncwarp();
         const bool chk = oflow != nullptr && i0 < top;  // uniform over the warp
         if (full && i0 + 16 <= nrow)
-            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
+            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail, hint);
         else
-            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
+            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail, hint);
     }
 #else
 #if TC_PREFETCH
@@ -929,17 +1000,17 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         tc_tile nx;
         tc_load_tile<true>(nx, vm, as, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
         tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq,
-                             oflow != nullptr && i0 < top, oflow, ntrail);
+                             oflow != nullptr && i0 < top, oflow, ntrail, hint);
         tl = nx;
 #else
         tc_tile tl;
         const bool chk = oflow != nullptr && i0 < top;
         if (full && i0 + 16 <= nrow) {
             tc_load_tile<false>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
-            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
+            tc_update_tile<false>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail, hint);
         } else {
             tc_load_tile<true>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
-            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail);
+            tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail, hint);
         }
 #endif
     }
