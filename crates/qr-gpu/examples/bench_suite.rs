@@ -366,6 +366,20 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for (pairs, hints) in [(false, 0u32), (true, 0), (true, 1), (true, 2)] {
+        let t = Tuning {
+            tensor_tile_pairs: pairs,
+            tensor_l2_hints: hints,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..],
+            format!("tensor tile pairs {pairs} hints {hints}"),
+            None,
+            &t,
+        );
+    }
     for min in [64u32, 128, 256] {
         let t = Tuning {
             reg_panel_alone_min_threads: min,

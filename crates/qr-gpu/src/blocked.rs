@@ -468,6 +468,7 @@ fn tensor_update(
                 max_rows: plan.panel.tensor_stage_max_rows,
                 ring: plan.panel.tensor_stage_ring,
                 l2_hints: plan.panel.tensor_l2_hints,
+                pairs: plan.panel.tensor_tile_pairs,
             },
             row_split,
             plan.panel.tensor_lo_truncate,

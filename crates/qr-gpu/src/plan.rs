@@ -144,6 +144,9 @@ pub struct PanelPlan {
     /// L2 eviction priorities of the ring's A2 copies and of the update's
     /// stores (`Tuning::tensor_l2_hints`; 0 none).
     pub tensor_l2_hints: u32,
+    /// Update blocks of two warp groups on neighbouring tiles, V copied once
+    /// for both (`Tuning::tensor_tile_pairs`).
+    pub tensor_tile_pairs: bool,
     /// Most blocks of a cluster splitting a few-tile update's rows (0 or 1:
     /// none; `Tuning::tensor_row_split`, 0 without clusters).
     pub tensor_row_split: u32,
@@ -619,6 +622,7 @@ pub fn plan(
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
             tensor_stage_ring: tuning.tensor_stage_ring,
             tensor_l2_hints: tuning.tensor_l2_hints,
+            tensor_tile_pairs: tuning.tensor_tile_pairs,
             tensor_row_split: if has_clusters(device) {
                 tuning.tensor_row_split
             } else {

@@ -362,6 +362,18 @@ pub struct Tuning {
     /// extra instruction per access (NVRTC 13.5 SASS). 0 until measured:
     /// written in session 18, which had no device.
     pub tensor_l2_hints: u32,
+    /// Tensor-core update (with `tensor_stage_ring`, no row split): a block
+    /// of two warp groups takes two neighbouring tiles of one matrix, and
+    /// each V slab is copied once into shared memory for both groups (half
+    /// by each). Why: every tile's block reads the matrix's V twice (both
+    /// passes), 40% of a tile's L2 traffic beside its A2 (read twice,
+    /// written once); the bulk update at 640 x 512 ran at 84% of L2
+    /// throughput (ncu, session 14 run 8). Same bits as single tiles (each
+    /// group computes its tile as a block of its own would). The W pass's
+    /// loop stays at 336 SASS instructions (NVRTC 13.5, 4-warp groups, 128
+    /// registers) with 12 copies a slab instead of 16. Off until measured:
+    /// written in session 18, which had no device.
+    pub tensor_tile_pairs: bool,
 }
 
 impl Default for Tuning {
@@ -419,6 +431,7 @@ impl Default for Tuning {
             tensor_lo_truncate: true,
             reg_panel_halves: false,
             tensor_l2_hints: 0,
+            tensor_tile_pairs: false,
         }
     }
 }

@@ -954,6 +954,40 @@ fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Update blocks of two warp groups on neighbouring tiles
+/// (`Tuning::tensor_tile_pairs`): with 4- and 8-warp groups (and L2 hints
+/// on once), on the blocked and cluster strategies, every distribution
+/// (rankdef's zero columns leave a pair's second tile out) and sizes with
+/// odd and even tile counts, bitwise equal to single tiles.
+fn tensor_tile_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for (warps, hints) in [(4, 0), (8, 0), (4, 2)] {
+        let single = qr_gpu::Tuning {
+            tensor_warps: warps,
+            tensor_l2_hints: hints,
+            ..qr_gpu::Tuning::default()
+        };
+        let paired = qr_gpu::Tuning {
+            tensor_tile_pairs: true,
+            ..single.clone()
+        };
+        for s in [Strategy::Blocked, Strategy::Cluster] {
+            let one = (**g)
+                .clone()
+                .with_strategy(Some(s))
+                .with_tuning(single.clone());
+            let two = one.clone().with_tuning(paired.clone());
+            let plan = two.plan(Shape::new(3, 512)?)?;
+            if !plan.panel.tensor_tile_pairs {
+                return Err(format!("{s}: tile pairs not planned: {plan}").into());
+            }
+            let specs = sizes_and_cases(&[64, 96, 128, 333, 512, 1000], (3, 416, 0.0), 20);
+            let label = format!("{s} tile pairs, {warps} warps, hints {hints}");
+            same_bits(&two, &one, &specs, 3300, &label)?;
+        }
+    }
+    Ok(())
+}
+
 /// Groups of a batch on lanes of their own streams (`Tuning::batch_lanes`):
 /// every distribution, batches that do and do not divide evenly (and
 /// fewer matrices than lanes), each gated and bitwise equal to one lane.
@@ -1350,7 +1384,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 32] = [
+    let plain: [(&str, Test); 33] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1372,6 +1406,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("fused_checks", fused_checks),
         ("tensor_lo_rounded", tensor_lo_rounded),
         ("tensor_l2_hints", tensor_l2_hints),
+        ("tensor_tile_pairs", tensor_tile_pairs),
         ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),
