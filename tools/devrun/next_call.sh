@@ -1,0 +1,44 @@
+#!/usr/bin/env bash
+# The first device call after session 18, which had no device: everything
+# written since session 17's last run, in one call of about 480 s (costs
+# from session 17: GPU tests 212 s, a suite 31 s, a sweep variant under
+# 1 s, the seed anchor about 110 s). Stage the build first:
+#   bash tools/devrun/prepare.sh NAME
+# then the device tool's `run` with carry [".devrun"] and
+#   bash tools/devrun/next_call.sh NAME
+# Logs under $OUT: smi.txt, gpu_tests.log, sweep.txt, suite0..2.txt,
+# anchor.txt, log.txt (each step's exit status and seconds). The table for
+# issue 5 is then, on the development machine,
+#   python3 tools/devrun/side_by_side.py OUT/suite0.txt OUT/anchor.txt
+# What it checks:
+# - gpu_tests: every test, among them the unrun register_panel_halves
+#   (session 17), tensor_lo_rounded (the default flipped to truncation),
+#   tensor_l2_hints and tensor_tile_pairs (session 18, bitwise equal to the
+#   plain kernel);
+# - the sweep of the three unmeasured switches;
+# - the three suites with tensor_lo_truncate on by default;
+# - the seed beside them.
+set -uo pipefail
+name=${1:?usage: next_call.sh NAME}
+out=${OUT:-/tmp/devrun_out}
+mkdir -p "$out"
+b=.devrun/$name
+t() {
+    local s=$SECONDS
+    "$@"
+    echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
+}
+nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
+QR_REQUIRE_GPU=1 t timeout 290 "$b/gpu_tests" >"$out/gpu_tests.log" 2>&1
+t timeout 90 "$b/bench_suite" --sweep \
+    --only "register panel halves,tensor l2 hints,tensor tile pairs" >"$out/sweep.txt" 2>&1
+for s in 0 1 2; do
+    t timeout 45 "$b/qr" suite --backend gpu --set benchmarks --seed "$s" >"$out/suite$s.txt" 2>&1
+done
+left=$((580 - SECONDS))
+if [ "$left" -gt 100 ]; then
+    SEED=$PWD/.devrun/qr_v2_submission.txt t timeout "$left" \
+        python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
+else
+    echo "anchor skipped: $left s left" >>"$out/log.txt"
+fi
