@@ -254,34 +254,41 @@ pub(crate) fn launch(
     let mut pair = staging.pairs && ring && row_split == 1 && tiles >= 2;
     let groups = |pair: bool| if pair { 2 } else { 1 };
     if depth > 0 && vec4 && !prefetch && (ring || nrow <= staging.max_rows) {
-        let bytes = stage_bytes(warps, depth, nrow, ring, pair);
-        let f = engine.function(
-            &SOURCE,
-            &defines(
-                vec4,
-                prefetch,
-                warps,
-                depth,
-                ring,
-                row_split,
-                lo_rz,
-                staging.l2_hints,
-                pair,
-            ),
-            APPLY,
-        )?;
-        if bytes <= engine.info().smem_per_block_optin {
-            super::raise_dynamic_smem(&f, bytes, APPLY)?;
-            // Static shared memory comes on top: stage only if a block fits.
-            let fits = f
-                .occupancy_max_active_blocks_per_multiprocessor(
-                    32 * warps * groups(pair),
-                    bytes,
-                    None,
-                )
-                .ctx("trailing_tc occupancy")?;
-            if fits > 0 {
-                (stage, smem) = (depth, bytes);
+        // Pairs first; where their ring does not fit, the single tiles' ring.
+        for try_pair in [pair, false] {
+            let bytes = stage_bytes(warps, depth, nrow, ring, try_pair);
+            let f = engine.function(
+                &SOURCE,
+                &defines(
+                    vec4,
+                    prefetch,
+                    warps,
+                    depth,
+                    ring,
+                    row_split,
+                    lo_rz,
+                    staging.l2_hints,
+                    try_pair,
+                ),
+                APPLY,
+            )?;
+            if bytes <= engine.info().smem_per_block_optin {
+                super::raise_dynamic_smem(&f, bytes, APPLY)?;
+                // Static shared memory comes on top: stage only if a block fits.
+                let fits = f
+                    .occupancy_max_active_blocks_per_multiprocessor(
+                        32 * warps * groups(try_pair),
+                        bytes,
+                        None,
+                    )
+                    .ctx("trailing_tc occupancy")?;
+                if fits > 0 {
+                    (stage, smem, pair) = (depth, bytes, try_pair);
+                    break;
+                }
+            }
+            if !try_pair {
+                break;
             }
         }
     }

@@ -294,9 +294,9 @@ __device__ __forceinline__ unsigned long long tc_policy_evict_last() {
     return pol;
 }
 
-// `hint` (uniform over the block): the store's lines leave L2 first
-// (TC_L2HINT); only tiles whose columns no kernel of the next step reads
-// first take it (tc_store_hint).
+// `hint` (uniform over the block; with TC_PAIR over the warp group): the
+// store's lines leave L2 first (TC_L2HINT); the kernel sets it for the
+// tiles whose columns the next kernels of the chain do not read first.
 template <bool edge>
 __device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const tc_f4& v,
                                             bool hint) {
