@@ -366,6 +366,20 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    for (reverse, hints) in [(false, 0u32), (true, 0), (false, 1), (true, 1)] {
+        let t = Tuning {
+            tensor_update_reverse: reverse,
+            tensor_l2_hints: hints,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..],
+            format!("tensor update reverse {reverse} hints {hints}"),
+            None,
+            &t,
+        );
+    }
     for (pairs, hints) in [(false, 0u32), (true, 0), (true, 1), (true, 2)] {
         let t = Tuning {
             tensor_tile_pairs: pairs,

@@ -469,6 +469,7 @@ fn tensor_update(
                 ring: plan.panel.tensor_stage_ring,
                 l2_hints: plan.panel.tensor_l2_hints,
                 pairs: plan.panel.tensor_tile_pairs,
+                reverse: plan.panel.tensor_update_reverse,
             },
             row_split,
             plan.panel.tensor_lo_truncate,

@@ -147,6 +147,9 @@ pub struct PanelPlan {
     /// Update blocks of two warp groups on neighbouring tiles, V copied once
     /// for both (`Tuning::tensor_tile_pairs`).
     pub tensor_tile_pairs: bool,
+    /// The staged update's second pass runs its slabs last to first
+    /// (`Tuning::tensor_update_reverse`).
+    pub tensor_update_reverse: bool,
     /// Most blocks of a cluster splitting a few-tile update's rows (0 or 1:
     /// none; `Tuning::tensor_row_split`, 0 without clusters).
     pub tensor_row_split: u32,
@@ -623,6 +626,7 @@ pub fn plan(
             tensor_stage_ring: tuning.tensor_stage_ring,
             tensor_l2_hints: tuning.tensor_l2_hints,
             tensor_tile_pairs: tuning.tensor_tile_pairs,
+            tensor_update_reverse: tuning.tensor_update_reverse,
             tensor_row_split: if has_clusters(device) {
                 tuning.tensor_row_split
             } else {

@@ -374,6 +374,17 @@ pub struct Tuning {
     /// registers) with 12 copies a slab instead of 16. Off until measured:
     /// written in session 18, which had no device.
     pub tensor_tile_pairs: bool,
+    /// Staged tensor-core update: the update pass takes each warp's slabs
+    /// last to first, so that it starts with the A2 slabs its W pass read
+    /// last, the likeliest to be in L2 still. Why: the second read of A2
+    /// mostly missed L2 at 640 x 512 (session 14's ncu; see
+    /// `tensor_l2_hints`). Read forward twice, every slab waits one whole
+    /// pass for its second read; backward, the waits range from none to two
+    /// passes, which helps when one pass's traffic overflows L2 and can hurt
+    /// when it fits (the L2 hints shrink it), so it is swept with them.
+    /// Each tile row is updated on its own: the same bits. Off until
+    /// measured: written in session 18, which had no device.
+    pub tensor_update_reverse: bool,
 }
 
 impl Default for Tuning {
@@ -432,6 +443,7 @@ impl Default for Tuning {
             reg_panel_halves: false,
             tensor_l2_hints: 0,
             tensor_tile_pairs: false,
+            tensor_update_reverse: false,
         }
     }
 }

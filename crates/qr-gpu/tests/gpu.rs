@@ -924,31 +924,44 @@ fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// L2 eviction priorities in the tensor-core update
-/// (`Tuning::tensor_l2_hints`, 1 and 2): on the blocked and cluster
-/// strategies, every distribution and sizes around the panel and tile
-/// edges (staged orders and the unstaged odd ones), bitwise equal to no
-/// hints, as a cache policy changes no value.
+/// (`Tuning::tensor_l2_hints`, 1 and 2) and its update pass taken last slab
+/// first (`Tuning::tensor_update_reverse`, with the ring and with A2
+/// resident): on the blocked and cluster strategies, every distribution
+/// and sizes around the panel and tile edges (staged orders and the
+/// unstaged odd ones), bitwise equal to the plain kernel, as neither a
+/// cache policy nor the order of independent tile rows changes a value.
 fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for hints in [1, 2] {
-        let tuning = qr_gpu::Tuning {
-            tensor_l2_hints: hints,
+    for (hints, reverse, ring) in [
+        (1, false, true),
+        (2, false, true),
+        (0, true, true),
+        (1, true, true),
+        (0, true, false),
+    ] {
+        let base = qr_gpu::Tuning {
+            tensor_stage_ring: ring,
             ..qr_gpu::Tuning::default()
         };
+        let tuning = qr_gpu::Tuning {
+            tensor_l2_hints: hints,
+            tensor_update_reverse: reverse,
+            ..base.clone()
+        };
         for s in [Strategy::Blocked, Strategy::Cluster] {
-            let plain = (**g).clone().with_strategy(Some(s));
+            let plain = (**g)
+                .clone()
+                .with_strategy(Some(s))
+                .with_tuning(base.clone());
             let hinted = plain.clone().with_tuning(tuning.clone());
             let plan = hinted.plan(Shape::new(3, 512)?)?;
-            if plan.panel.tensor_l2_hints != hints || !plan.panel.tensor_stage_ring {
-                return Err(format!("{s}: hints {hints} not planned: {plan}").into());
+            if plan.panel.tensor_l2_hints != hints || plan.panel.tensor_update_reverse != reverse {
+                return Err(
+                    format!("{s}: hints {hints}, reverse {reverse} not planned: {plan}").into(),
+                );
             }
             let specs = sizes_and_cases(&[33, 64, 97, 333, 512, 1000], (3, 400, 0.0), 20);
-            same_bits(
-                &hinted,
-                &plain,
-                &specs,
-                3200,
-                &format!("{s} l2 hints {hints}"),
-            )?;
+            let label = format!("{s} l2 hints {hints} reverse {reverse} ring {ring}");
+            same_bits(&hinted, &plain, &specs, 3200, &label)?;
         }
     }
     Ok(())

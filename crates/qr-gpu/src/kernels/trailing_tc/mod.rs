@@ -31,6 +31,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_LO_RZ",
         "TC_L2HINT",
         "TC_PAIR",
+        "TC_REVERSE",
     ],
 };
 
@@ -60,7 +61,8 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// only with `stage` > 0 and `ring`, else 0). `pair`: blocks of two warp
 /// groups on neighbouring tiles sharing V's copies (`Tuning::tensor_tile_pairs`;
 /// only with `stage` > 0, `ring` and no row split), at half the blocks per
-/// SM.
+/// SM. `reverse`: the update pass takes its slabs last to first
+/// (`Tuning::tensor_update_reverse`; only with `stage` > 0).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn defines(
     vec4: bool,
@@ -72,6 +74,7 @@ pub(crate) fn defines(
     lo_rz: bool,
     l2_hints: u32,
     pair: bool,
+    reverse: bool,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
     let l2_hints = if stage > 0 && ring {
@@ -101,6 +104,7 @@ pub(crate) fn defines(
         ("TC_LO_RZ", u8::from(lo_rz).to_string()),
         ("TC_L2HINT", l2_hints.to_string()),
         ("TC_PAIR", u8::from(pair).to_string()),
+        ("TC_REVERSE", u8::from(reverse && stage > 0).to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -177,6 +181,9 @@ pub(crate) struct Staging {
     /// a matrix and copy each V slab once for both (`Tuning::tensor_tile_pairs`;
     /// launches of two tiles or more per matrix, without a row split).
     pub pairs: bool,
+    /// The update pass takes each warp's slabs last to first, starting with
+    /// those the W pass read last (`Tuning::tensor_update_reverse`).
+    pub reverse: bool,
 }
 
 /// The row-split cluster sizes the kernel compiles (`TC_ROWSPLIT`): `k`
@@ -269,6 +276,7 @@ pub(crate) fn launch(
                     lo_rz,
                     staging.l2_hints,
                     try_pair,
+                    staging.reverse,
                 ),
                 APPLY,
             )?;
@@ -305,6 +313,7 @@ pub(crate) fn launch(
             lo_rz,
             staging.l2_hints,
             pair,
+            staging.reverse,
         ),
         APPLY,
     )?;
@@ -364,7 +373,7 @@ mod tests {
     #[test]
     fn l2_hints_only_ride_on_a_ring() {
         let hint = |stage, ring, hints| {
-            defines(true, false, 4, stage, ring, 1, true, hints, false)
+            defines(true, false, 4, stage, ring, 1, true, hints, false, false)
                 .into_iter()
                 .find(|(k, _)| k == "TC_L2HINT")
                 .map(|(_, v)| v)
@@ -376,7 +385,7 @@ mod tests {
         assert_eq!(hint(0, true, 2).as_deref(), Some("0"));
         assert_eq!(hint(2, false, 2).as_deref(), Some("0"));
         // Every define the source requires is given.
-        let given = defines(true, false, 8, 2, true, 1, false, 0, false);
+        let given = defines(true, false, 8, 2, true, 1, false, 0, false, true);
         for name in SOURCE.defines {
             assert!(given.iter().any(|(k, _)| k == name), "{name} missing");
         }
@@ -385,7 +394,7 @@ mod tests {
     #[test]
     fn pairs_only_with_a_ring_and_no_row_split() {
         let get = |stage, ring, split, warps, key: &str| {
-            defines(true, false, warps, stage, ring, split, true, 0, true)
+            defines(true, false, warps, stage, ring, split, true, 0, true, false)
                 .into_iter()
                 .find(|(k, _)| k == key)
                 .map(|(_, v)| v)

@@ -89,6 +89,12 @@
 #if TC_L2HINT && !(TC_STAGE && TC_RING)
 #error "TC_L2HINT needs TC_STAGE and TC_RING (the hints ride on the ring's copies)"
 #endif
+#ifndef TC_REVERSE
+#error "TC_REVERSE (1: the update pass takes the warp's slabs last to first) must be defined by the plan"
+#endif
+#if TC_REVERSE && !TC_STAGE
+#error "TC_REVERSE needs TC_STAGE"
+#endif
 #ifndef TC_PAIR
 #error "TC_PAIR (1: a block of two warp groups takes two neighbouring tiles of one matrix and stages V once for both) must be defined by the plan"
 #endif
@@ -607,7 +613,7 @@ __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __r
 // With TC_PAIR the two warps of a pair (same rows, neighbouring tiles)
 // share the V slab: warp group `grp` copies its rows 4i + rr with i / 2 ==
 // grp (half of them), each its own A2.
-template <int step, int apol = 0>
+template <int step, int apol = 0, int dir = 1>
 __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool a_too,
                                          const float* vm, const float* as, int grp = 0) {
     static_assert(step % 4 == 0, "a slab step is whole groups of a thread's four rows");
@@ -653,9 +659,9 @@ __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool
         }
     }
 #endif
-    st.vsrc += step * TC_NB;
-    st.asrc += (step / 4) * st.lda4;
-    st.rows -= step;
+    st.vsrc += dir * step * TC_NB;
+    st.asrc += dir * (step / 4) * st.lda4;
+    st.rows -= dir * step;
 }
 
 __device__ __forceinline__ tc_f4 tc_lds4(const float* rowp, int row, int u) {
@@ -1064,20 +1070,28 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     // A2 is resident since the W pass (this warp's own rows), or with
     // TC_RING comes through the ring again; V comes through the ring.
     static_assert(kTileStep == kRowStep, "the passes' slabs are the same rows");
-    st = tc_stager_at(dyn, vm, as, lda, warp * 16, nrow, ncols, w, lane);
+    // The row of the warp's k-th slab of this pass. With TC_REVERSE the
+    // pass starts from the slabs the W pass read last, the likeliest still
+    // in L2 (each tile is updated on its own, so the order changes no bit).
+    const auto slab_row = [&](int k) {
+        return warp * 16 + (TC_REVERSE ? nslab - 1 - k : k) * kTileStep;
+    };
+    constexpr int kDir = TC_REVERSE ? -1 : 1;
+    st = tc_stager_at(dyn, vm, as, lda, slab_row(TC_REVERSE && nslab == 0 ? -1 : 0), nrow, ncols,
+                      w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage<kTileStep, kLastRead>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kTileStep),
+            tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + k * kSlot, a_off(k, slab_row(k)),
                                 TC_RING, vm, as, grp);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
-        const int i0 = warp * 16 + k * kTileStep, ahead = k + TC_STAGE - 1;
+        const int i0 = slab_row(k), ahead = k + TC_STAGE - 1;
         const int qa = ahead % kSlots, qk = k % kSlots;
         if (ahead < nslab)
-            tc_stage<kTileStep, kLastRead>(st, ring_off + qa * kSlot,
-                                a_off(qa, warp * 16 + ahead * kTileStep), TC_RING, vm, as, grp);
+            tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + qa * kSlot,
+                                a_off(qa, slab_row(ahead)), TC_RING, vm, as, grp);
         tc_cp_commit();
         tc_cp_wait_ahead();
         tc_ring_sync(warp);
