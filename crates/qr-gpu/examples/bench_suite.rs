@@ -353,46 +353,35 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    for hints in [0u32, 1, 2] {
-        let t = Tuning {
-            tensor_l2_hints: hints,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[2..],
-            format!("tensor l2 hints {hints}"),
-            None,
-            &t,
-        );
-    }
-    for (reverse, hints) in [(false, 0u32), (true, 0), (false, 1), (true, 1)] {
-        let t = Tuning {
-            tensor_update_reverse: reverse,
-            tensor_l2_hints: hints,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[2..],
-            format!("tensor update reverse {reverse} hints {hints}"),
-            None,
-            &t,
-        );
-    }
-    for (pairs, hints) in [(false, 0u32), (true, 0), (true, 1), (true, 2)] {
-        let t = Tuning {
-            tensor_tile_pairs: pairs,
-            tensor_l2_hints: hints,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[2..],
-            format!("tensor tile pairs {pairs} hints {hints}"),
-            None,
-            &t,
-        );
+    // The update's memory-traffic switches (session 18), each crossed with
+    // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
+    let memory: [(&str, SetSwitch, &[(bool, u32)]); 2] = [
+        (
+            "tensor update reverse",
+            |t, on| t.tensor_update_reverse = on,
+            &[(false, 0), (false, 1), (false, 2), (true, 0), (true, 1)],
+        ),
+        (
+            "tensor tile pairs",
+            |t, on| t.tensor_tile_pairs = on,
+            &[(false, 0), (true, 0), (true, 1), (true, 2)],
+        ),
+    ];
+    for (knob, set, combos) in memory {
+        for &(on, hints) in combos {
+            let mut t = Tuning {
+                tensor_l2_hints: hints,
+                ..base.clone()
+            };
+            set(&mut t, on);
+            add(
+                &mut variants,
+                &DENSE_CASES[2..],
+                format!("{knob} {on} hints {hints}"),
+                None,
+                &t,
+            );
+        }
     }
     for min in [64u32, 128, 256] {
         let t = Tuning {

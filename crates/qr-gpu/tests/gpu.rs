@@ -923,13 +923,41 @@ fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// `variant` against `base` on the blocked and cluster strategies: the
+/// variant's plan must say it took the switch (`planned`), and on sizes
+/// around the panel and tile edges (staged orders and the unstaged odd
+/// ones) and every distribution its bits must be `base`'s.
+fn switch_keeps_bits(
+    g: &Arc<GpuBackend>,
+    base: &qr_gpu::Tuning,
+    variant: &qr_gpu::Tuning,
+    planned: &dyn Fn(&qr_gpu::Plan) -> bool,
+    (ns, cases): (&[usize], (usize, usize, f64)),
+    seed: u64,
+    label: &str,
+) -> Result<(), Failed> {
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let plain = (**g)
+            .clone()
+            .with_strategy(Some(s))
+            .with_tuning(base.clone());
+        let on = plain.clone().with_tuning(variant.clone());
+        let plan = on.plan(Shape::new(3, 512)?)?;
+        if !planned(&plan) {
+            return Err(format!("{s} {label}: not planned: {plan}").into());
+        }
+        let specs = sizes_and_cases(ns, cases, 20);
+        same_bits(&on, &plain, &specs, seed, &format!("{s} {label}"))?;
+    }
+    Ok(())
+}
+
 /// L2 eviction priorities in the tensor-core update
 /// (`Tuning::tensor_l2_hints`, 1 and 2) and its update pass taken last slab
 /// first (`Tuning::tensor_update_reverse`, with the ring and with A2
-/// resident): on the blocked and cluster strategies, every distribution
-/// and sizes around the panel and tile edges (staged orders and the
-/// unstaged odd ones), bitwise equal to the plain kernel, as neither a
-/// cache policy nor the order of independent tile rows changes a value.
+/// resident): bitwise equal to the plain kernel (`switch_keeps_bits`), as
+/// neither a cache policy nor the order of independent tile rows changes a
+/// value.
 fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for (hints, reverse, ring) in [
         (1, false, true),
@@ -942,61 +970,57 @@ fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             tensor_stage_ring: ring,
             ..qr_gpu::Tuning::default()
         };
-        let tuning = qr_gpu::Tuning {
+        let variant = qr_gpu::Tuning {
             tensor_l2_hints: hints,
             tensor_update_reverse: reverse,
             ..base.clone()
         };
-        for s in [Strategy::Blocked, Strategy::Cluster] {
-            let plain = (**g)
-                .clone()
-                .with_strategy(Some(s))
-                .with_tuning(base.clone());
-            let hinted = plain.clone().with_tuning(tuning.clone());
-            let plan = hinted.plan(Shape::new(3, 512)?)?;
-            if plan.panel.tensor_l2_hints != hints || plan.panel.tensor_update_reverse != reverse {
-                return Err(
-                    format!("{s}: hints {hints}, reverse {reverse} not planned: {plan}").into(),
-                );
-            }
-            let specs = sizes_and_cases(&[33, 64, 97, 333, 512, 1000], (3, 400, 0.0), 20);
-            let label = format!("{s} l2 hints {hints} reverse {reverse} ring {ring}");
-            same_bits(&hinted, &plain, &specs, 3200, &label)?;
-        }
+        let planned = |p: &qr_gpu::Plan| {
+            p.panel.tensor_l2_hints == hints && p.panel.tensor_update_reverse == reverse
+        };
+        let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
+        let label = format!("l2 hints {hints} reverse {reverse} ring {ring}");
+        switch_keeps_bits(
+            g,
+            &base,
+            &variant,
+            &planned,
+            (orders, (3, 400, 0.0)),
+            3200,
+            &label,
+        )?;
     }
     Ok(())
 }
 
 /// Update blocks of two warp groups on neighbouring tiles
 /// (`Tuning::tensor_tile_pairs`): with 4- and 8-warp groups (and L2 hints
-/// on once), on the blocked and cluster strategies, every distribution
-/// (rankdef's zero columns leave a pair's second tile out) and sizes with
-/// odd and even tile counts, bitwise equal to single tiles.
+/// on once), every distribution (rankdef's zero columns leave a pair's
+/// second tile out) and sizes with odd and even tile counts, bitwise equal
+/// to single tiles (`switch_keeps_bits`).
 fn tensor_tile_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for (warps, hints) in [(4, 0), (8, 0), (4, 2)] {
-        let single = qr_gpu::Tuning {
+        let base = qr_gpu::Tuning {
             tensor_warps: warps,
             tensor_l2_hints: hints,
             ..qr_gpu::Tuning::default()
         };
-        let paired = qr_gpu::Tuning {
+        let variant = qr_gpu::Tuning {
             tensor_tile_pairs: true,
-            ..single.clone()
+            ..base.clone()
         };
-        for s in [Strategy::Blocked, Strategy::Cluster] {
-            let one = (**g)
-                .clone()
-                .with_strategy(Some(s))
-                .with_tuning(single.clone());
-            let two = one.clone().with_tuning(paired.clone());
-            let plan = two.plan(Shape::new(3, 512)?)?;
-            if !plan.panel.tensor_tile_pairs {
-                return Err(format!("{s}: tile pairs not planned: {plan}").into());
-            }
-            let specs = sizes_and_cases(&[64, 96, 128, 333, 512, 1000], (3, 416, 0.0), 20);
-            let label = format!("{s} tile pairs, {warps} warps, hints {hints}");
-            same_bits(&two, &one, &specs, 3300, &label)?;
-        }
+        let orders: &[usize] = &[64, 96, 128, 333, 512, 1000];
+        let label = format!("tile pairs, {warps} warps, hints {hints}");
+        let planned = |p: &qr_gpu::Plan| p.panel.tensor_tile_pairs;
+        switch_keeps_bits(
+            g,
+            &base,
+            &variant,
+            &planned,
+            (orders, (3, 416, 0.0)),
+            3300,
+            &label,
+        )?;
     }
     Ok(())
 }

@@ -260,26 +260,25 @@ pub(crate) fn launch(
     // need the ring's stage (checked below).
     let mut pair = staging.pairs && ring && row_split == 1 && tiles >= 2;
     let groups = |pair: bool| if pair { 2 } else { 1 };
+    let defs = |stage: u32, pair: bool| {
+        defines(
+            vec4,
+            prefetch,
+            warps,
+            stage,
+            ring,
+            row_split,
+            lo_rz,
+            staging.l2_hints,
+            pair,
+            staging.reverse,
+        )
+    };
     if depth > 0 && vec4 && !prefetch && (ring || nrow <= staging.max_rows) {
         // Pairs first; where their ring does not fit, the single tiles' ring.
         for try_pair in [pair, false] {
             let bytes = stage_bytes(warps, depth, nrow, ring, try_pair);
-            let f = engine.function(
-                &SOURCE,
-                &defines(
-                    vec4,
-                    prefetch,
-                    warps,
-                    depth,
-                    ring,
-                    row_split,
-                    lo_rz,
-                    staging.l2_hints,
-                    try_pair,
-                    staging.reverse,
-                ),
-                APPLY,
-            )?;
+            let f = engine.function(&SOURCE, &defs(depth, try_pair), APPLY)?;
             if bytes <= engine.info().smem_per_block_optin {
                 super::raise_dynamic_smem(&f, bytes, APPLY)?;
                 // Static shared memory comes on top: stage only if a block fits.
@@ -301,22 +300,7 @@ pub(crate) fn launch(
         }
     }
     pair &= stage > 0;
-    let f = engine.function(
-        &SOURCE,
-        &defines(
-            vec4,
-            prefetch,
-            warps,
-            stage,
-            ring,
-            row_split,
-            lo_rz,
-            staging.l2_hints,
-            pair,
-            staging.reverse,
-        ),
-        APPLY,
-    )?;
+    let f = engine.function(&SOURCE, &defs(stage, pair), APPLY)?;
     let blocks = tiles
         .div_ceil(groups(pair) as usize)
         .saturating_mul(mats)
