@@ -125,6 +125,10 @@ const FEW_CASES: [&str; 6] = [
 /// Sets one on/off switch of a tuning.
 type SetSwitch = fn(&mut Tuning, bool);
 
+/// A switch of the update's memory traffic: label, setter, and the (on,
+/// L2 hints) pairs it is swept at.
+type MemorySwitch = (&'static str, SetSwitch, &'static [(bool, u32)]);
+
 /// One sweep row: case, knob label, forced strategy, tuning.
 type Variant = (&'static str, String, Option<Strategy>, Tuning);
 
@@ -355,7 +359,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     }
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
-    let memory: [(&str, SetSwitch, &[(bool, u32)]); 2] = [
+    let memory: [MemorySwitch; 2] = [
         (
             "tensor update reverse",
             |t, on| t.tensor_update_reverse = on,
