@@ -142,7 +142,8 @@ pub struct PanelPlan {
     /// (`Tuning::tensor_stage_ring`).
     pub tensor_stage_ring: bool,
     /// L2 eviction priorities of the ring's A2 copies and of the update's
-    /// stores (`Tuning::tensor_l2_hints`; 0 none).
+    /// stores (`Tuning::tensor_l2_hints`, for batches of at least
+    /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
     pub tensor_l2_hints: u32,
     /// Update blocks of two warp groups on neighbouring tiles, V copied once
     /// for both (`Tuning::tensor_tile_pairs`).
@@ -624,7 +625,13 @@ pub fn plan(
             tensor_stage_depth: tuning.tensor_stage_depth,
             tensor_stage_max_rows: tuning.tensor_stage_max_rows,
             tensor_stage_ring: tuning.tensor_stage_ring,
-            tensor_l2_hints: tuning.tensor_l2_hints,
+            tensor_l2_hints: if shape.a_bytes() as u64
+                >= u64::from(tuning.tensor_l2_hints_min_l2) * device.l2_bytes as u64
+            {
+                tuning.tensor_l2_hints
+            } else {
+                0
+            },
             tensor_tile_pairs: tuning.tensor_tile_pairs,
             tensor_update_reverse: tuning.tensor_update_reverse,
             tensor_row_split: if has_clusters(device) {
@@ -1174,6 +1181,34 @@ mod tests {
         };
         // Padded, 238 would not fit: it keeps the odd leading dimension.
         assert_eq!((lda(176), lda(238)), (184, 239));
+    }
+
+    #[test]
+    fn l2_hints_only_for_batches_past_two_l2s() {
+        let t = Tuning {
+            tensor_l2_hints: 2,
+            ..Tuning::default()
+        };
+        for (batch, n, hints) in [
+            (640, 512, 2),
+            (60, 1024, 2),
+            (8, 2048, 2),
+            (2, 4096, 2),
+            (40, 352, 0),
+            (20, 32, 0),
+        ] {
+            assert_eq!(
+                at(batch, n, &t).panel.tensor_l2_hints,
+                hints,
+                "{batch} x {n}"
+            );
+        }
+        let always = Tuning {
+            tensor_l2_hints_min_l2: 0,
+            ..t
+        };
+        assert_eq!(at(40, 352, &always).panel.tensor_l2_hints, 2);
+        assert_eq!(at(640, 512, &Tuning::default()).panel.tensor_l2_hints, 0);
     }
 
     #[test]

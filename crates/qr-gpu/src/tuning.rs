@@ -353,15 +353,24 @@ pub struct Tuning {
     /// L2 eviction priorities of the tensor-core update (with
     /// `tensor_stage_ring`): 0 none; 1 A2's second read (the update pass)
     /// and its stores evict first, except the launch's first tile, whose
-    /// columns the next kernels of the chain read; 2 also A2's first read
-    /// (the W pass) evicts last. Why: a block reads its tile twice and
-    /// every resident block streams its own tile in between; the bulk
-    /// update at 640 x 512 hit L2 on half its lookups and moved 1.77 GB of
-    /// DRAM against 1.21 GB read once and written once (ncu, session 14
-    /// run 8). The policy rides on the copies' and stores' descriptors: no
+    /// columns the chain reads next (the other tiles are read by the next
+    /// step's bulk update, after the whole batch has streamed through L2);
+    /// 2 also A2's first read (the W pass) evicts last. Why: a block reads
+    /// its tile twice and every resident block streams its own tile in
+    /// between; the bulk update at 640 x 512 hit L2 on half its lookups and
+    /// moved 1.77 GB of DRAM against 1.22 GB for A2 read once and written
+    /// once, plus V (ncu, session 14 run 8). Only for batches of at least
+    /// `tensor_l2_hints_min_l2` L2s. The policy rides on the copies' and stores' descriptors: no
     /// extra instruction per access (NVRTC 13.5 SASS). 0 until measured:
     /// written in session 18, which had no device.
     pub tensor_l2_hints: u32,
+    /// Fewest L2 capacities of input a batch needs for `tensor_l2_hints`:
+    /// a smaller batch's trailing matrices stay in L2 from one step to the
+    /// next, and evicting its stores first would send the next step to
+    /// DRAM. 2 (640 x 512, 60 x 1024, 8 x 2048 and 2 x 4096 are 2.1 to 10.7
+    /// L2s of 60 MiB; 40 x 352 is a third of one): a rule from the traffic
+    /// argument, not measured (session 18, no device).
+    pub tensor_l2_hints_min_l2: u32,
     /// Tensor-core update (with `tensor_stage_ring`, no row split): a block
     /// of two warp groups takes two neighbouring tiles of one matrix, and
     /// each V slab is copied once into shared memory for both groups (half
@@ -442,6 +451,7 @@ impl Default for Tuning {
             tensor_lo_truncate: true,
             reg_panel_halves: false,
             tensor_l2_hints: 0,
+            tensor_l2_hints_min_l2: 2,
             tensor_tile_pairs: false,
             tensor_update_reverse: false,
         }

@@ -285,9 +285,12 @@ __device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) 
 // pass, and between the two every other resident block streams its own
 // tile through L2 and writes it back; at 640 x 512 only half of the
 // launch's L2 lookups hit (ncu, docs/perf/qr-gpu.md, session 14 run 8), so
-// the second read largely goes to DRAM again. Lines that are dead once
-// used (the second read, and the stores, which no later kernel of the step
-// reads soon) are marked to leave L2 first, so that first reads and V stay.
+// the second read largely goes to DRAM again. Lines not read again before
+// the whole batch's trailing matrices have streamed through L2 (the second
+// read, and the stores, which the next step's bulk update reads) are
+// marked to leave L2 first, so that first reads and V stay. Where the batch
+// fits in L2 they would have stayed, so the plan sets TC_L2HINT only for
+// batches several times L2 (`Tuning::tensor_l2_hints_min_l2`).
 // A policy is an opaque 64-bit value made by createpolicy (sm_80+).
 __device__ __forceinline__ unsigned long long tc_policy_evict_first() {
     unsigned long long pol;
@@ -301,8 +304,8 @@ __device__ __forceinline__ unsigned long long tc_policy_evict_last() {
 }
 
 // `hint` (uniform over the block; with TC_PAIR over the warp group): the
-// store's lines leave L2 first (TC_L2HINT); the kernel sets it for the
-// tiles whose columns the next kernels of the chain do not read first.
+// store's lines leave L2 first (TC_L2HINT); the kernel sets it for all
+// tiles but the launch's first, whose columns the chain reads next.
 template <bool edge>
 __device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const tc_f4& v,
                                             bool hint) {
@@ -833,8 +836,9 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     constexpr int kFirstRead = TC_L2HINT >= 2 ? 2 : 0;
     constexpr int kLastRead = TC_L2HINT >= 1 ? 1 : 0;
     // The stores leave L2 first too, but for the launch's first tile: its
-    // columns are the next panel's (or the next look-ahead update's), read
-    // by the next kernels of the chain.
+    // columns are the next panel's (or the next look-ahead update's, or
+    // with the fold the one after), read before the rest of the batch's
+    // trailing matrices pass.
     const bool hint = TC_L2HINT && col0 > 0;
 #if TC_STAGE
     static_assert(TC_WN == 1, "a warp's W slabs and update tiles are the same rows");
