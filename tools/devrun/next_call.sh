@@ -14,7 +14,8 @@
 # - gpu_tests: every test, among them the unrun register_panel_halves
 #   (session 17), tensor_lo_rounded (the default flipped to truncation),
 #   tensor_l2_hints (with the reversed update pass) and tensor_tile_pairs
-#   (session 18, bitwise equal to the plain kernel);
+#   (session 18, bitwise equal to the plain kernel), register_panel_smem_sum
+#   (session 18);
 # - the sweep of the three unmeasured switches;
 # - the three suites with tensor_lo_truncate on by default;
 # - the seed beside them.
@@ -31,7 +32,7 @@ t() {
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
 QR_REQUIRE_GPU=1 t timeout 290 "$b/gpu_tests" >"$out/gpu_tests.log" 2>&1
 t timeout 150 "$b/bench_suite" --sweep \
-    --only "register panel halves,tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
+    --only "register panel halves,register panel smem sum,tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
 for s in 0 1 2; do
     t timeout 45 "$b/qr" suite --backend gpu --set benchmarks --seed "$s" >"$out/suite$s.txt" 2>&1
 done

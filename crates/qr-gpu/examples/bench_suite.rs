@@ -296,7 +296,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     }
     // On/off switches, each swept off and on over its cases (the strategy
     // forced where one is named, else the planner's plans).
-    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 5] = [
+    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 6] = [
         ("register panel fold", &FEW_CASES[..4], None, |t, on| {
             t.reg_panel_fold = on
         }),
@@ -306,6 +306,18 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         ("tensor lo truncate", &DENSE_CASES[2..], None, |t, on| {
             t.tensor_lo_truncate = on
         }),
+        (
+            "register panel smem sum",
+            &[
+                "40,352,1,dense",
+                "640,512,2,dense",
+                "60,1024,2,dense",
+                "8,2048,1,dense",
+                "2,4096,1,dense",
+            ],
+            None,
+            |t, on| t.reg_panel_smem_sum = on,
+        ),
         (
             "register panel halves",
             &["40,352,1,dense", "40,512,1,dense"],

@@ -178,6 +178,9 @@ pub struct PanelPlan {
     /// The register panel of a block alone holds half the columns of twice
     /// the rows per thread (`Tuning::reg_panel_halves`).
     pub reg_halves: bool,
+    /// The whole-row register panel without the fold sums each warp's
+    /// partials through shared memory (`Tuning::reg_panel_smem_sum`).
+    pub reg_smem_sum: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -225,6 +228,7 @@ impl Plan {
                     self.panel.fold,
                     self.panel.cluster_one_barrier,
                     self.panel.reg_halves,
+                    self.panel.reg_smem_sum,
                 )
             }
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
@@ -646,6 +650,7 @@ pub fn plan(
             fused_checks: false,
             tensor_lo_truncate: tuning.tensor_lo_truncate,
             reg_halves: false,
+            reg_smem_sum: tuning.reg_panel_smem_sum,
         },
         graph: false,
         reason,

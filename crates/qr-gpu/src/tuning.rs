@@ -394,6 +394,21 @@ pub struct Tuning {
     /// Each tile row is updated on its own: the same bits. Off until
     /// measured: written in session 18, which had no device.
     pub tensor_update_reverse: bool,
+    /// Whole-row register panel without the fold (blocks alone and
+    /// clusters meeting once per reflector): each warp sums its lanes' 32
+    /// partials per column through shared memory (every lane stores its row
+    /// of partials, lane c adds column c pairwise: 8 16-byte stores, 32
+    /// loads, 31 adds) instead of the transposing butterfly (31 shuffles,
+    /// 62 selects, 31 adds), with `threads * 144` bytes of dynamic shared
+    /// memory. Why: at 640 x 512 the panel issues about 450 instructions a
+    /// reflector per warp and is issue-bound at its occupancy (43% of issue
+    /// slots, session 15's ncu); the butterfly was a quarter of them. Hot
+    /// loop, two steps, cold path left out (NVRTC 13.5): 256 threads x 2
+    /// rows 901 -> 784 instructions, 384 x 1 712 -> 602, 512 x 2 933 -> 816,
+    /// no spills. The sums run in another order (pairwise over the 32 lanes
+    /// instead of the butterfly's), so the bits change. Off until measured:
+    /// written in session 18, which had no device.
+    pub reg_panel_smem_sum: bool,
 }
 
 impl Default for Tuning {
@@ -454,6 +469,7 @@ impl Default for Tuning {
             tensor_l2_hints_min_l2: 2,
             tensor_tile_pairs: false,
             tensor_update_reverse: false,
+            reg_panel_smem_sum: false,
         }
     }
 }

@@ -838,6 +838,26 @@ fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     overflow_flagged_alike(&b, &whole, &[333, 512], "halves", false)
 }
 
+/// The register panel's warp sums through shared memory
+/// (`Tuning::reg_panel_smem_sum`, off by default): blocks alone (blocked)
+/// and clusters meeting once per reflector, sizes around the panel and
+/// tile edges, every distribution, inputs of 1e-30s, two runs bitwise
+/// identical, and overflowing inputs flagged as with the butterfly.
+fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        reg_panel_smem_sum: true,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &tuning, Strategy::Blocked, "smem sum", 3500)?;
+    panel_variant(g, &tuning, Strategy::Cluster, "cluster smem sum", 3600)?;
+    let b = (**g)
+        .clone()
+        .with_tuning(tuning)
+        .with_strategy(Some(Strategy::Blocked));
+    let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
+    overflow_flagged_alike(&b, &whole, &[333, 512], "smem sum", false)
+}
+
 /// The tensor-core update with the split's low parts rounded to tf32 too
 /// (`Tuning::tensor_lo_truncate` off; on by default): on the blocked and
 /// cluster strategies, sizes around the panel and tile edges, every
@@ -1406,7 +1426,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 33] = [
+    let plain: [(&str, Test); 34] = [
         ("sgemm_trailing", sgemm_trailing),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
@@ -1429,6 +1449,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("tensor_lo_rounded", tensor_lo_rounded),
         ("tensor_l2_hints", tensor_l2_hints),
         ("tensor_tile_pairs", tensor_tile_pairs),
+        ("register_panel_smem_sum", register_panel_smem_sum),
         ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),

@@ -23,8 +23,28 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PREG_FOLD",
         "PREG_ONEBAR",
         "PREG_HALVES",
+        "PREG_SMEM_SUM",
     ],
 };
+
+/// Whether a launch of these parameters sums a warp's partials through
+/// shared memory (`PREG_SMEM_SUM`): asked for, the whole-row kernel (not
+/// the halves one) without the fold (both take the dynamic shared memory).
+pub(crate) fn smem_sum(
+    smem_sum: bool,
+    threads: u32,
+    cluster: u32,
+    fold: bool,
+    halves: bool,
+) -> bool {
+    smem_sum && !self::halves(halves, threads, cluster, fold) && !(fold && cluster == 0)
+}
+
+/// Dynamic shared memory of the shared-memory sums (`PREG_SMEM_SUM`): per
+/// warp, 32 rows of `PREG_SC_LD` (36) floats.
+pub(crate) fn smem_sum_bytes(threads: u32) -> usize {
+    (threads as usize / 32) * 32 * 36 * std::mem::size_of::<f32>()
+}
 
 /// Whether a launch of these parameters runs the halves kernel
 /// (`PREG_HALVES`: each thread holds half the columns of twice the rows):
@@ -36,8 +56,10 @@ pub(crate) fn halves(halves: bool, threads: u32, cluster: u32, fold: bool) -> bo
 /// The `-D` defines for blocks of `threads` holding `rows_per_thread` rows
 /// each, `cluster` blocks per matrix (0: one block, no cluster), with the
 /// fold compiled in when `fold` (a block alone only), a cluster meeting
-/// once per reflector when `one_barrier` (clusters only) and the halves
-/// kernel where `halves` says so (twice the rows of 16 columns each).
+/// once per reflector when `one_barrier` (clusters only), the halves
+/// kernel where `halves` says so (twice the rows of 16 columns each) and
+/// the warps' sums through shared memory where `smem_sum` says so
+/// (`smem_sum`).
 pub(crate) fn defines(
     threads: u32,
     rows_per_thread: u32,
@@ -45,7 +67,9 @@ pub(crate) fn defines(
     fold: bool,
     one_barrier: bool,
     halves: bool,
+    smem_sum: bool,
 ) -> Vec<(String, String)> {
+    let smem_sum = self::smem_sum(smem_sum, threads, cluster, fold, halves);
     let halves = self::halves(halves, threads, cluster, fold);
     let rpt = if halves {
         2 * rows_per_thread
@@ -65,6 +89,7 @@ pub(crate) fn defines(
             u8::from(one_barrier && cluster > 0).to_string(),
         ),
         ("PREG_HALVES".to_string(), u8::from(halves).to_string()),
+        ("PREG_SMEM_SUM".to_string(), u8::from(smem_sum).to_string()),
     ]
 }
 
@@ -111,7 +136,8 @@ pub(crate) fn threads_for_rows(
 /// buffers), the previous panel's reflectors are applied to these columns
 /// first. A cluster meets once per reflector when `one_barrier`. With
 /// `halves` a block alone runs the halves kernel (`PREG_HALVES`), the same
-/// rows per block.
+/// rows per block; with `smem_sum` the whole-row kernel without the fold
+/// sums its warps' partials through shared memory (`PREG_SMEM_SUM`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -129,6 +155,7 @@ pub(crate) fn launch(
     fold: bool,
     one_barrier: bool,
     halves: bool,
+    smem_sum: bool,
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
@@ -146,18 +173,29 @@ pub(crate) fn launch(
     let fold = fold && cluster == 0 && threads % 64 == 0;
     let f = engine.function(
         &SOURCE,
-        &defines(threads, rows_per_thread, cluster, fold, one_barrier, halves),
+        &defines(
+            threads,
+            rows_per_thread,
+            cluster,
+            fold,
+            one_barrier,
+            halves,
+            smem_sum,
+        ),
         FACTOR,
     )?;
     // This launch folds when the plan does and a previous panel exists.
     let folds = fold && p >= NB && prev.is_some();
     let bytes = if folds {
-        let bytes = fold_bytes(threads, chunk);
-        super::raise_dynamic_smem(&f, bytes, FACTOR)?;
-        bytes
+        fold_bytes(threads, chunk)
+    } else if self::smem_sum(smem_sum, threads, cluster, fold, halves) {
+        smem_sum_bytes(threads)
     } else {
         0
     };
+    if bytes > 0 {
+        super::raise_dynamic_smem(&f, bytes, FACTOR)?;
+    }
     let cfg = LaunchConfig {
         grid_dim: (groups, grid_dim(mats)?, 1),
         block_dim: (threads, 1, 1),
@@ -185,7 +223,8 @@ pub(crate) fn launch(
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
     // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers of v's and t's
     // sizes, and the dynamic shared memory holds the fold's rows and
-    // scratch as qr_fold_apply expects); blocks
+    // scratch as qr_fold_apply expects, or the warps' sum scratch as
+    // preg_smem_sum expects); blocks
     // (g, b) touch only matrix mat0 + b, which lies in the batch (mats is at
     // most the grid's y limit, as the caller splits launches), and each
     // chunk fits its block (checked above). The kernel's compile-time
@@ -197,6 +236,24 @@ pub(crate) fn launch(
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn smem_sums_only_in_the_whole_row_kernel_without_the_fold() {
+        let get = |threads, cluster, fold, halves| {
+            let d = defines(threads, 2, cluster, fold, true, halves, true);
+            let names: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
+            assert_eq!(names, SOURCE.defines);
+            d.into_iter().find(|(k, _)| k == "PREG_SMEM_SUM").unwrap().1
+        };
+        assert_eq!(get(256, 0, false, false), "1");
+        assert_eq!(get(256, 8, false, false), "1");
+        // The fold (a block alone) and the halves kernel keep the butterfly.
+        assert_eq!(get(256, 0, true, false), "0");
+        assert_eq!(get(256, 0, false, true), "0");
+        // A cluster never folds, so the switch holds there.
+        assert_eq!(get(256, 4, true, false), "1");
+        assert_eq!(smem_sum_bytes(256), 8 * 32 * 36 * 4);
+    }
 
     #[test]
     fn blocks_shrink_with_the_panel_in_warp_pairs() {
