@@ -28,16 +28,20 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
 };
 
 /// Whether a launch of these parameters sums a warp's partials through
-/// shared memory (`PREG_SMEM_SUM`): asked for, the whole-row kernel (not
-/// the halves one) without the fold (both take the dynamic shared memory).
+/// shared memory (`PREG_SMEM_SUM`): asked for, in the one-barrier loops
+/// (a block alone, or a cluster meeting once per reflector) of the
+/// whole-row kernel (not the halves one) without the fold (both take the
+/// dynamic shared memory).
 pub(crate) fn smem_sum(
     smem_sum: bool,
     threads: u32,
     cluster: u32,
-    fold: bool,
-    halves: bool,
+    (fold, one_barrier, halves): (bool, bool, bool),
 ) -> bool {
-    smem_sum && !self::halves(halves, threads, cluster, fold) && !(fold && cluster == 0)
+    smem_sum
+        && (cluster == 0 || one_barrier)
+        && !self::halves(halves, threads, cluster, fold)
+        && !(fold && cluster == 0)
 }
 
 /// Dynamic shared memory of the shared-memory sums (`PREG_SMEM_SUM`): per
@@ -69,7 +73,7 @@ pub(crate) fn defines(
     halves: bool,
     smem_sum: bool,
 ) -> Vec<(String, String)> {
-    let smem_sum = self::smem_sum(smem_sum, threads, cluster, fold, halves);
+    let smem_sum = self::smem_sum(smem_sum, threads, cluster, (fold, one_barrier, halves));
     let halves = self::halves(halves, threads, cluster, fold);
     let rpt = if halves {
         2 * rows_per_thread
@@ -188,7 +192,7 @@ pub(crate) fn launch(
     let folds = fold && p >= NB && prev.is_some();
     let bytes = if folds {
         fold_bytes(threads, chunk)
-    } else if self::smem_sum(smem_sum, threads, cluster, fold, halves) {
+    } else if self::smem_sum(smem_sum, threads, cluster, (fold, one_barrier, halves)) {
         smem_sum_bytes(threads)
     } else {
         0
@@ -240,13 +244,15 @@ mod tests {
     #[test]
     fn smem_sums_only_in_the_whole_row_kernel_without_the_fold() {
         let get = |threads, cluster, fold, halves| {
-            let d = defines(threads, 2, cluster, fold, true, halves, true);
+            let d = defines(threads, 2, cluster, fold, cluster != 8, halves, true);
             let names: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
             assert_eq!(names, SOURCE.defines);
             d.into_iter().find(|(k, _)| k == "PREG_SMEM_SUM").unwrap().1
         };
         assert_eq!(get(256, 0, false, false), "1");
-        assert_eq!(get(256, 8, false, false), "1");
+        // A cluster meeting twice per reflector keeps the butterfly.
+        assert_eq!(get(256, 8, false, false), "0");
+        assert_eq!(get(256, 2, false, false), "1");
         // The fold (a block alone) and the halves kernel keep the butterfly.
         assert_eq!(get(256, 0, true, false), "0");
         assert_eq!(get(256, 0, false, true), "0");
