@@ -3,7 +3,8 @@
 # written since session 17's last run, in one call of at most 585 s (costs
 # from session 17: GPU tests 212 s before this session's three new tests,
 # a suite 31 s, a sweep variant under 1 s plus its compile, the seed
-# anchor about 110 s). Seeds 1 and 2 run last, as time allows. Stage the build first:
+# anchor about 110 s). Seeds 1 and 2 run last, as time allows.
+# Stage the build first:
 #   bash tools/devrun/prepare.sh NAME
 # then the device tool's `run` with carry [".devrun"] and
 #   bash tools/devrun/next_call.sh NAME
@@ -17,7 +18,9 @@
 #   tensor_l2_hints (with the reversed update pass) and tensor_tile_pairs
 #   (session 18, bitwise equal to the plain kernel), register_panel_smem_sum
 #   (session 18);
-# - the sweep of the three unmeasured switches;
+# - the sweep of the four unmeasured switches (the halves, the panel's
+#   shared-memory sums, the reversed update pass and tile pairs, the last
+#   two crossed with the L2 hints);
 # - the suites with tensor_lo_truncate on by default, seed 0 first;
 # - the seed beside them.
 set -uo pipefail
