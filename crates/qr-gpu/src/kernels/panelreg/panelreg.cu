@@ -169,6 +169,21 @@ __device__ __forceinline__ void preg_rotate(float (&a)[PREG_RPT][N]) {
     }
 }
 
+// A row's N slots (32, or a half row's 16) into shared memory, 16 bytes at a
+// time.
+template <int N>
+__device__ __forceinline__ void preg_publish(const float (&row)[N], float* dst) {
+#pragma unroll
+    for (int c = 0; c < N; c += 4) {
+        preg_f4 q4;
+        q4.x[0] = row[c];
+        q4.x[1] = row[c + 1];
+        q4.x[2] = row[c + 2];
+        q4.x[3] = row[c + 3];
+        *reinterpret_cast<preg_f4*>(dst + c) = q4;
+    }
+}
+
 // Row stride of the warp's scratch of PREG_SMEM_SUM: 16-byte rows whose
 // column reads hit 32 banks (36 r + c covers every bank as c does).
 #define PREG_SC_LD 36
@@ -181,16 +196,7 @@ __device__ __forceinline__ void preg_rotate(float (&a)[PREG_RPT][N]) {
 // loads one each. The caller orders the scratch's next stores after these
 // loads (the loop's barrier lies between two calls).
 __device__ __forceinline__ float preg_smem_sum(const float (&v)[PREG_NB], int lane, float* sc) {
-    float* row = sc + lane * PREG_SC_LD;
-#pragma unroll
-    for (int c = 0; c < PREG_NB; c += 4) {
-        preg_f4 q4;
-        q4.x[0] = v[c];
-        q4.x[1] = v[c + 1];
-        q4.x[2] = v[c + 2];
-        q4.x[3] = v[c + 3];
-        *reinterpret_cast<preg_f4*>(row + c) = q4;
-    }
+    preg_publish(v, sc + lane * PREG_SC_LD);
     __syncwarp();
     float x[PREG_NB];
 #pragma unroll
@@ -242,20 +248,6 @@ __device__ __forceinline__ void preg_dots_f64(const float (&a)[PREG_RPT][PREG_NB
     }
 }
 
-// A row's N slots (32, or a half row's 16) into shared memory, 16 bytes at a
-// time.
-template <int N>
-__device__ __forceinline__ void preg_publish(const float (&row)[N], float* dst) {
-#pragma unroll
-    for (int c = 0; c < N; c += 4) {
-        preg_f4 q4;
-        q4.x[0] = row[c];
-        q4.x[1] = row[c + 1];
-        q4.x[2] = row[c + 2];
-        q4.x[3] = row[c + 3];
-        *reinterpret_cast<preg_f4*>(dst + c) = q4;
-    }
-}
 
 // Where the blocks of one matrix meet (cluster only): two slots, so that a
 // block writing meeting k + 2 cannot overwrite what a slower block still
