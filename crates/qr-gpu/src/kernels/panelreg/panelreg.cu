@@ -39,7 +39,10 @@
 //
 // With PREG_HALVES (a block alone), each thread holds 16 columns of
 // PREG_RPT rows instead (the kernel at the end of this file): the same
-// one-barrier loop with half-warp butterflies.
+// one-barrier loop with half-warp butterflies. With PREG_SMEM_SUM the
+// whole-row kernel's one-barrier loops sum each warp's partials through a
+// per-warp scratch in the dynamic shared memory (preg_smem_sum) instead of
+// the butterfly; the launch gives PREG_THREADS * 144 bytes.
 //
 // The planner keeps ceil((n - p) / chunks) <= PREG_THREADS * PREG_RPT
 // (PREG_THREADS / 2 * PREG_RPT with PREG_HALVES).
