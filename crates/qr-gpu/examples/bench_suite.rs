@@ -296,7 +296,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     }
     // On/off switches, each swept off and on over its cases (the strategy
     // forced where one is named, else the planner's plans).
-    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 6] = [
+    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 5] = [
         ("register panel fold", &FEW_CASES[..4], None, |t, on| {
             t.reg_panel_fold = on
         }),
@@ -306,18 +306,6 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         ("tensor lo truncate", &DENSE_CASES[2..], None, |t, on| {
             t.tensor_lo_truncate = on
         }),
-        (
-            "register panel smem sum",
-            &[
-                "40,352,1,dense",
-                "640,512,2,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
-            None,
-            |t, on| t.reg_panel_smem_sum = on,
-        ),
         (
             "register panel halves",
             &["40,352,1,dense", "40,512,1,dense"],
@@ -365,6 +353,22 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &mut variants,
             &["640,512,2,dense", "640,512,0,rankdef"],
             format!("batch lanes {lanes}"),
+            None,
+            &t,
+        );
+    }
+    // The register panel's warp sums through shared memory and its loop's
+    // steps per iteration (session 18), the plain panel first.
+    for (smem_sum, unroll) in [(false, 2u32), (true, 2), (true, 4), (true, 8), (false, 4)] {
+        let t = Tuning {
+            reg_panel_smem_sum: smem_sum,
+            reg_panel_unroll: unroll,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..],
+            format!("register panel smem sum {smem_sum} unroll {unroll}"),
             None,
             &t,
         );

@@ -181,6 +181,9 @@ pub struct PanelPlan {
     /// The whole-row register panel without the fold sums each warp's
     /// partials through shared memory (`Tuning::reg_panel_smem_sum`).
     pub reg_smem_sum: bool,
+    /// Steps per iteration of the whole-row register panel's one-barrier
+    /// loop (`Tuning::reg_panel_unroll`).
+    pub reg_unroll: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -229,6 +232,7 @@ impl Plan {
                     self.panel.cluster_one_barrier,
                     self.panel.reg_halves,
                     self.panel.reg_smem_sum,
+                    self.panel.reg_unroll,
                 )
             }
             Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
@@ -651,6 +655,7 @@ pub fn plan(
             tensor_lo_truncate: tuning.tensor_lo_truncate,
             reg_halves: false,
             reg_smem_sum: tuning.reg_panel_smem_sum,
+            reg_unroll: tuning.reg_panel_unroll,
         },
         graph: false,
         reason,

@@ -409,6 +409,15 @@ pub struct Tuning {
     /// instead of the butterfly's), so the bits change. Off until measured:
     /// written in session 18, which had no device.
     pub reg_panel_smem_sum: bool,
+    /// Steps per iteration of the whole-row register panel's one-barrier
+    /// loop (2, 4 or 8). The registers rotate one slot per step; within an
+    /// iteration that is a renaming, and the back edge moves them all back.
+    /// Hot loop per step, cold path left out (NVRTC 13.5, 256 threads x 2
+    /// rows): 450 / 438 / 416 instructions at 2 / 4 / 8, and 392 / 379 /
+    /// 360 with `reg_panel_smem_sum` (8 then spills 4 bytes), against a
+    /// loop body up to four times longer. 2 (session 15's measured choice
+    /// against 1); 4 and 8 written in session 18, not yet run.
+    pub reg_panel_unroll: u32,
 }
 
 impl Default for Tuning {
@@ -470,6 +479,7 @@ impl Default for Tuning {
             tensor_tile_pairs: false,
             tensor_update_reverse: false,
             reg_panel_smem_sum: false,
+            reg_panel_unroll: 2,
         }
     }
 }

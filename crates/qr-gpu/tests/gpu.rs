@@ -839,23 +839,39 @@ fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The register panel's warp sums through shared memory
-/// (`Tuning::reg_panel_smem_sum`, off by default): blocks alone (blocked)
-/// and clusters meeting once per reflector, sizes around the panel and
-/// tile edges, every distribution, inputs of 1e-30s, two runs bitwise
-/// identical, and overflowing inputs flagged as with the butterfly.
+/// (`Tuning::reg_panel_smem_sum`, off by default) and its one-barrier loop
+/// at 4 and 8 steps an iteration (`Tuning::reg_panel_unroll`, 2 by
+/// default): blocks alone (blocked) and clusters meeting once per
+/// reflector, sizes around the panel and tile edges (so panel widths that
+/// leave remainders of an unrolled loop), every distribution, inputs of
+/// 1e-30s, two runs bitwise identical, and overflowing inputs flagged as
+/// with the butterfly.
 fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let tuning = qr_gpu::Tuning {
-        reg_panel_smem_sum: true,
-        ..qr_gpu::Tuning::default()
-    };
-    panel_variant(g, &tuning, Strategy::Blocked, "smem sum", 3500)?;
-    panel_variant(g, &tuning, Strategy::Cluster, "cluster smem sum", 3600)?;
-    let b = (**g)
-        .clone()
-        .with_tuning(tuning)
-        .with_strategy(Some(Strategy::Blocked));
-    let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
-    overflow_flagged_alike(&b, &whole, &[333, 512], "smem sum", false)
+    for (smem_sum, unroll, strategies) in [
+        (true, 2, &[Strategy::Blocked, Strategy::Cluster][..]),
+        (true, 8, &[Strategy::Blocked][..]),
+        (false, 4, &[Strategy::Cluster][..]),
+    ] {
+        let tuning = qr_gpu::Tuning {
+            reg_panel_smem_sum: smem_sum,
+            reg_panel_unroll: unroll,
+            ..qr_gpu::Tuning::default()
+        };
+        for (i, &s) in strategies.iter().enumerate() {
+            let label = format!("{s} smem sum {smem_sum} unroll {unroll}");
+            panel_variant(g, &tuning, s, &label, 3500 + 100 * i as u64)?;
+        }
+        if smem_sum {
+            let b = (**g)
+                .clone()
+                .with_tuning(tuning)
+                .with_strategy(Some(Strategy::Blocked));
+            let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
+            let label = format!("smem sum, unroll {unroll}");
+            overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
+        }
+    }
+    Ok(())
 }
 
 /// The tensor-core update with the split's low parts rounded to tf32 too

@@ -24,6 +24,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PREG_ONEBAR",
         "PREG_HALVES",
         "PREG_SMEM_SUM",
+        "PREG_UNROLL",
     ],
 };
 
@@ -63,7 +64,9 @@ pub(crate) fn halves(halves: bool, threads: u32, cluster: u32, fold: bool) -> bo
 /// once per reflector when `one_barrier` (clusters only), the halves
 /// kernel where `halves` says so (twice the rows of 16 columns each) and
 /// the warps' sums through shared memory where `smem_sum` says so
-/// (`smem_sum`).
+/// (`smem_sum`), and `unroll` steps per iteration of the whole-row
+/// one-barrier loop (2, 4 or 8; anything else is 2).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn defines(
     threads: u32,
     rows_per_thread: u32,
@@ -72,7 +75,9 @@ pub(crate) fn defines(
     one_barrier: bool,
     halves: bool,
     smem_sum: bool,
+    unroll: u32,
 ) -> Vec<(String, String)> {
+    let unroll = if matches!(unroll, 4 | 8) { unroll } else { 2 };
     let smem_sum = self::smem_sum(smem_sum, threads, cluster, (fold, one_barrier, halves));
     let halves = self::halves(halves, threads, cluster, fold);
     let rpt = if halves {
@@ -94,6 +99,7 @@ pub(crate) fn defines(
         ),
         ("PREG_HALVES".to_string(), u8::from(halves).to_string()),
         ("PREG_SMEM_SUM".to_string(), u8::from(smem_sum).to_string()),
+        ("PREG_UNROLL".to_string(), unroll.to_string()),
     ]
 }
 
@@ -141,7 +147,8 @@ pub(crate) fn threads_for_rows(
 /// first. A cluster meets once per reflector when `one_barrier`. With
 /// `halves` a block alone runs the halves kernel (`PREG_HALVES`), the same
 /// rows per block; with `smem_sum` the whole-row kernel without the fold
-/// sums its warps' partials through shared memory (`PREG_SMEM_SUM`).
+/// sums its warps' partials through shared memory (`PREG_SMEM_SUM`); its
+/// one-barrier loop takes `unroll` steps per iteration (`PREG_UNROLL`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -159,7 +166,7 @@ pub(crate) fn launch(
     fold: bool,
     one_barrier: bool,
     halves: bool,
-    smem_sum: bool,
+    (smem_sum, unroll): (bool, u32),
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
@@ -185,6 +192,7 @@ pub(crate) fn launch(
             one_barrier,
             halves,
             smem_sum,
+            unroll,
         ),
         FACTOR,
     )?;
@@ -244,7 +252,7 @@ mod tests {
     #[test]
     fn smem_sums_only_in_the_whole_row_kernel_without_the_fold() {
         let get = |threads, cluster, fold, halves| {
-            let d = defines(threads, 2, cluster, fold, cluster != 8, halves, true);
+            let d = defines(threads, 2, cluster, fold, cluster != 8, halves, true, 4);
             let names: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
             assert_eq!(names, SOURCE.defines);
             d.into_iter().find(|(k, _)| k == "PREG_SMEM_SUM").unwrap().1

@@ -65,6 +65,12 @@
 #if PREG_ONEBAR && PREG_CLUSTER == 0
 #error "PREG_ONEBAR is for clusters (a block alone always meets once per reflector)"
 #endif
+#ifndef PREG_UNROLL
+#error "PREG_UNROLL (steps per iteration of the whole-row one-barrier loop: 2, 4 or 8) must be defined by the plan"
+#endif
+#if PREG_UNROLL != 2 && PREG_UNROLL != 4 && PREG_UNROLL != 8
+#error "PREG_UNROLL is 2, 4 or 8"
+#endif
 #ifndef PREG_SMEM_SUM
 #error "PREG_SMEM_SUM (1: the one-barrier loops sum a warp's partials through shared memory instead of the transposing butterfly) must be defined by the plan"
 #endif
@@ -612,10 +618,12 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #else
         if (tid == 0) preg_publish(a[0], rowf[0]);
 #endif
-        // Two steps per iteration: the second step's slots are the first's
-        // renamed, so the registers move once per two steps (NVRTC 13.5,
-        // 256 threads x 2 rows: 455 instructions a step against 593).
-#pragma unroll 2
+        // PREG_UNROLL steps per iteration: a later step's slots are the
+        // first's renamed, so the registers move (the rotation's moves at
+        // the back edge) once per PREG_UNROLL steps (NVRTC 13.5, 256
+        // threads x 2 rows: 455 instructions a step at 2 against 593 at 1;
+        // 438 at 4 and 416 at 8, 392 / 379 / 360 with PREG_SMEM_SUM).
+#pragma unroll PREG_UNROLL
         for (int r = 0; r < w; ++r) {
             const int par = r & 1;
             __syncthreads();  // redf[par]: reflector r's sums; rowf[par]: row r
