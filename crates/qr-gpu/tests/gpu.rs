@@ -839,36 +839,35 @@ fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The register panel's warp sums through shared memory
-/// (`Tuning::reg_panel_smem_sum`, off by default) and its one-barrier loop
-/// at 4 and 8 steps an iteration (`Tuning::reg_panel_unroll`, 2 by
-/// default): blocks alone (blocked) and clusters meeting once per
-/// reflector, sizes around the panel and tile edges (so panel widths that
-/// leave remainders of an unrolled loop), every distribution, inputs of
-/// 1e-30s, two runs bitwise identical, and overflowing inputs flagged as
-/// with the butterfly.
+/// (`Tuning::reg_panel_smem_sum`, off by default): blocks alone (blocked)
+/// and clusters meeting once per reflector, sizes around the panel and
+/// tile edges, every distribution, inputs of 1e-30s, two runs bitwise
+/// identical, and overflowing inputs flagged as with the butterfly. Its
+/// one-barrier loop at 4 and 8 steps an iteration
+/// (`Tuning::reg_panel_unroll`, 2 by default) runs the same operations in
+/// the same order: bitwise equal to 2 steps, with and without the sums.
 fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (smem_sum, unroll, strategies) in [
-        (true, 2, &[Strategy::Blocked, Strategy::Cluster][..]),
-        (true, 8, &[Strategy::Blocked][..]),
-        (false, 4, &[Strategy::Cluster][..]),
-    ] {
-        let tuning = qr_gpu::Tuning {
-            reg_panel_smem_sum: smem_sum,
-            reg_panel_unroll: unroll,
-            ..qr_gpu::Tuning::default()
-        };
-        for (i, &s) in strategies.iter().enumerate() {
-            let label = format!("{s} smem sum {smem_sum} unroll {unroll}");
-            panel_variant(g, &tuning, s, &label, 3500 + 100 * i as u64)?;
-        }
-        if smem_sum {
-            let b = (**g)
-                .clone()
-                .with_tuning(tuning)
-                .with_strategy(Some(Strategy::Blocked));
-            let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
-            let label = format!("smem sum, unroll {unroll}");
-            overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
+    let sums = qr_gpu::Tuning {
+        reg_panel_smem_sum: true,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &sums, Strategy::Blocked, "smem sum", 3500)?;
+    panel_variant(g, &sums, Strategy::Cluster, "cluster smem sum", 3600)?;
+    let b = (**g)
+        .clone()
+        .with_tuning(sums.clone())
+        .with_strategy(Some(Strategy::Blocked));
+    let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
+    overflow_flagged_alike(&b, &whole, &[333, 512], "smem sum", false)?;
+    for base in [qr_gpu::Tuning::default(), sums] {
+        for unroll in [4, 8] {
+            let variant = qr_gpu::Tuning {
+                reg_panel_unroll: unroll,
+                ..base.clone()
+            };
+            let label = format!("smem sum {} unroll {unroll}", base.reg_panel_smem_sum);
+            let orders: &[usize] = &[17, 64, 200, 333, 512, 1000];
+            switch_keeps_bits(g, &base, &variant, (orders, (3, 352, 0.0)), 3700, &label)?;
         }
     }
     Ok(())
