@@ -959,10 +959,9 @@ fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// `variant` against `base` on the blocked and cluster strategies, on
-/// sizes around the panel and tile edges and every distribution: the bits
-/// must be `base`'s. The switches tested this way act only in the staged
-/// update (orders divisible by 4); the odd orders check that the others
-/// are untouched.
+/// the orders `ns` (around the panel and tile edges; the tensor-core
+/// update's switches act only on its staged orders, divisible by 4) and
+/// every distribution at `cases`: the bits must be `base`'s.
 fn switch_keeps_bits(
     g: &Arc<GpuBackend>,
     base: &qr_gpu::Tuning,
