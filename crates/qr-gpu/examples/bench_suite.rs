@@ -170,6 +170,26 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // The warp kernel of orders up to 32 (session 19) against the register
+    // kernel the planner takes without it.
+    for max_n in [0usize, 32] {
+        let t = Tuning {
+            smem_warp_max_n: max_n,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &[
+                "20,32,1,dense",
+                "20,16,1,dense",
+                "640,32,1,dense",
+                "20000,32,1,dense",
+            ],
+            format!("smem warp {max_n}"),
+            None,
+            &t,
+        );
+    }
     for prefetch in [false, true] {
         let t = Tuning {
             tensor_prefetch: prefetch,

@@ -209,6 +209,9 @@ pub struct Plan {
     /// `Smem` with the matrix in shared memory: its leading dimension (the
     /// one-barrier kernel's conflict-free padding where it fits, else n | 1).
     pub lda: u32,
+    /// `Smem`: one warp per matrix, every column in its lane's registers
+    /// (`Tuning::smem_warp_max_n`; orders up to 32).
+    pub warp: bool,
     /// `Blocked`/`Large`: panel launch parameters.
     pub panel: PanelPlan,
     /// Whether each call runs as one CUDA graph (`Tuning::graphs`).
@@ -269,6 +272,9 @@ impl fmt::Display for Plan {
                 self.threads,
                 self.tpc,
                 match (self.rows, self.one_barrier) {
+                    _ if self.warp => "one warp per matrix, every column in its lane's \
+                                       registers, no block barrier"
+                        .to_string(),
                     (1.., _) => format!(
                         "columns in registers ({} rows a thread), one block barrier per column",
                         self.rows
@@ -417,13 +423,28 @@ pub struct SmemLayout {
     pub rows: u32,
     /// Shared-memory leading dimension of those kernels.
     pub lda: u32,
+    /// The warp kernel (`Tuning::smem_warp_max_n`): one warp per matrix of
+    /// order at most 32, no shared-memory matrix and no rows field.
+    pub warp: bool,
 }
 
 /// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the
-/// register kernel while its rows per thread stay within
+/// warp kernel up to `tuning.smem_warp_max_n` (whole matrices only, where
+/// `whole`), the register kernel while its rows per thread stay within
 /// `tuning.smem_register_max_rows`, else the matrix in shared memory, with
 /// the one-barrier kernel's conflict-free padding where it fits.
-fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
+fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning, whole: bool) -> SmemLayout {
+    if whole && n <= tuning.smem_warp_max_n.min(smem::WARP_MAX_N) {
+        return SmemLayout {
+            n,
+            tpc: 1,
+            threads: 32,
+            one_barrier: true,
+            rows: 0,
+            lda: 0,
+            warp: true,
+        };
+    }
     let tpc = tuning.smem_tpc_for(n);
     let mut l = SmemLayout {
         n,
@@ -432,6 +453,7 @@ fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
         one_barrier: tuning.smem_one_barrier,
         rows: 0,
         lda: 0,
+        warp: false,
     };
     if let Some((rows, threads)) = smem_registers(n, tpc)
         && rows <= tuning.smem_register_max_rows
@@ -460,7 +482,9 @@ fn corner(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<SmemLayo
         return None;
     }
     let m = n - (n - max).div_ceil(panel::NB) * panel::NB;
-    Some(smem_layout(m, device, tuning))
+    // Corners keep the block kernels: the warp kernel is for whole
+    // matrices of order 32 and below, far from any corner's plan.
+    Some(smem_layout(m, device, tuning, false))
 }
 
 /// Whether `device` launches thread-block clusters (compute capability 9.0
@@ -609,6 +633,7 @@ pub fn plan(
         one_barrier: tuning.smem_one_barrier,
         rows: 0,
         lda: 0,
+        warp: false,
         panel: PanelPlan {
             threads: tuning.blocked_panel_threads,
             groups: 1,
@@ -670,8 +695,8 @@ pub fn plan(
                     ),
                 });
             }
-            let l = smem_layout(n, device, tuning);
-            (p.tpc, p.threads, p.rows, p.lda) = (l.tpc, l.threads, l.rows, l.lda);
+            let l = smem_layout(n, device, tuning, true);
+            (p.tpc, p.threads, p.rows, p.lda, p.warp) = (l.tpc, l.threads, l.rows, l.lda, l.warp);
         }
         Strategy::Blocked => {
             if n > panel_rows {
@@ -1166,6 +1191,45 @@ mod tests {
                 .rows
         };
         assert_eq!((rows(32), rows(63), rows(64), rows(120)), (4, 8, 0, 0));
+    }
+
+    #[test]
+    fn warp_kernel_up_to_its_order_and_whole_matrices_only() {
+        let d = h200();
+        let warp = |t: &Tuning, n| {
+            let p = plan(Shape::new(20, n).unwrap(), &d, t, None).unwrap();
+            (p.strategy == Strategy::Smem && p.warp, p.threads)
+        };
+        let off = Tuning::default();
+        assert_eq!(warp(&off, 32), (false, 256));
+        let on = Tuning {
+            smem_warp_max_n: 32,
+            ..Tuning::default()
+        };
+        assert_eq!(warp(&on, 1), (true, 32));
+        assert_eq!(warp(&on, 32), (true, 32));
+        assert!(!warp(&on, 33).0);
+        let p = plan(Shape::new(20, 32).unwrap(), &d, &on, None).unwrap();
+        assert!(p.to_string().contains("one warp per matrix"));
+        // Past the kernel's order the knob is capped, not obeyed.
+        let wide = Tuning {
+            smem_warp_max_n: 64,
+            ..Tuning::default()
+        };
+        assert!(!warp(&wide, 48).0);
+        // Corners keep the block kernels.
+        let corner_on = Tuning {
+            corner_max_n: 32,
+            ..on
+        };
+        let few = plan(
+            Shape::new(4, 96).unwrap(),
+            &d,
+            &corner_on,
+            Some(Strategy::Blocked),
+        )
+        .unwrap();
+        assert!(few.panel.corner.is_some_and(|c| !c.warp && c.n == 32));
     }
 
     #[test]

@@ -31,6 +31,15 @@ pub struct Tuning {
     /// (n = 96: 162.5 vs 149.8 us; 2.1x slower at n = 176), table "smem
     /// registers" (docs/perf/qr-gpu.md, session 8).
     pub smem_register_max_rows: u32,
+    /// `smem` strategy: largest order (at most 32) factored by the kernel
+    /// with one warp per matrix, column c in lane c's registers and no block
+    /// barrier (`smem_warp_f32`); 0: never. 0 until measured: written in
+    /// session 19 without a device, checked under the host emulator
+    /// (`tools/cudasim/check_smem.py`: every distribution, orders 1 to 32,
+    /// info codes, the same bits twice) and by NVRTC 13.5 (136 registers,
+    /// no spills); the sweep knob `smem warp` measures it against the
+    /// register kernel (20 x 32: 26.7 us in session 17, 0.83 us per column).
+    pub smem_warp_max_n: usize,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
@@ -427,6 +436,7 @@ impl Default for Tuning {
             smem_max_n: 160,
             smem_one_barrier: true,
             smem_register_max_rows: 8,
+            smem_warp_max_n: 0,
             blocked_panel_threads: 256,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),

@@ -339,6 +339,58 @@ fn smem_registers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The warp kernel (`Tuning::smem_warp_max_n`, off by default): orders 1
+/// to 32 on every distribution, the planner's choice for them, inputs of
+/// 1e-30s and 1e+30s with a zero column and two runs bitwise identical,
+/// NaN and overflowing matrices beside finite ones, zero columns.
+fn smem_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        smem_warp_max_n: 32,
+        ..qr_gpu::Tuning::default()
+    };
+    let b = (**g).clone().with_tuning(tuning);
+    for n in [1, 2, 3, 5, 16, 17, 31, 32] {
+        let p = b.plan(Shape::new(20, n)?)?;
+        if p.strategy != Strategy::Smem || !p.warp {
+            return Err(format!("n = {n}: the planner chose {p}").into());
+        }
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(5, n, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+            let a = generate(&sp, 1900 + 31 * n as u64 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("smem warp {sp}"))?;
+        }
+    }
+    let sp = spec(3, 29, 1.0, Case::Dense);
+    for scale in [1e-30f32, 1e30] {
+        let mut a: Vec<f32> = generate(&sp, 23).iter().map(|x| x * scale).collect();
+        a.iter_mut().skip(11).step_by(29).for_each(|x| *x = 0.0);
+        gate(&b, sp.shape()?, &a, &format!("smem warp times {scale:e}"))?;
+        let one = geqrf(&b, sp.shape()?, &a)?;
+        let two = geqrf(&b, sp.shape()?, &a)?;
+        if !same_outputs(&one, &two) {
+            return Err("smem warp: two runs differ".into());
+        }
+    }
+    // A NaN matrix and one whose R overflows f32 beside a finite one.
+    let mut a = generate(&sp, 24);
+    a[29 * 29 + 100] = f32::NAN;
+    a[2 * 29 * 29..].iter_mut().for_each(|x| *x = 3.0e38);
+    let f = geqrf(&b, sp.shape()?, &a)?;
+    let filled = f.h[29 * 29..]
+        .iter()
+        .chain(&f.tau[29..])
+        .all(|x| x.is_nan());
+    if f.info != [Info::OK, Info::NON_FINITE, Info::OVERFLOW] || !filled {
+        return Err(format!("smem warp: info {:?}, NaN-filled {filled}", f.info).into());
+    }
+    let one = Shape::new(1, 29)?;
+    let report = qr_verify::check(one, &a[..29 * 29], &f.h[..29 * 29], &f.tau[..29])?;
+    if !report.meets_bar() {
+        return Err("smem warp: the finite matrix beside flagged ones fails the bar".into());
+    }
+    zero_columns_on(&b, "smem warp", 32)
+}
+
 /// An `smem` kernel variant: sizes up to the shared-memory limit, every
 /// distribution, inputs of 1e-30s and 1e+30s with a zero column, two runs
 /// bitwise identical, and a NaN matrix beside a finite one.
@@ -1447,8 +1499,9 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 34] = [
+    let plain: [(&str, Test); 35] = [
         ("sgemm_trailing", sgemm_trailing),
+        ("smem_warp", smem_warp),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),
         ("smem_registers", smem_registers),

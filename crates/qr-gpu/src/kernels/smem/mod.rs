@@ -11,11 +11,15 @@ use crate::plan::{Plan, SmemLayout};
 const HOUSEHOLDER: &str = "smem_householder_f32";
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
 const REGISTERS: &str = "smem_registers_f32";
+const WARP: &str = "smem_warp_f32";
+
+/// Largest order of the warp kernel: one column per lane.
+pub(crate) const WARP_MAX_N: usize = 32;
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "smem",
     source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
-    entries: &[HOUSEHOLDER, ONE_BARRIER, REGISTERS],
+    entries: &[HOUSEHOLDER, ONE_BARRIER, REGISTERS, WARP],
     defines: &["SMEM_TPC", "SMEM_ROWS", "SMEM_F32RF"],
 };
 
@@ -91,6 +95,7 @@ pub(crate) fn launch(
         one_barrier: plan.one_barrier,
         rows: plan.rows,
         lda: plan.lda,
+        warp: plan.warp,
     };
     let at = At {
         a,
@@ -167,7 +172,17 @@ fn launch_at(
 ) -> Result<(), QrError> {
     let (tpc, threads, rows) = (layout.tpc, layout.threads, layout.rows);
     let lda = layout.lda as usize;
+    if layout.warp && (layout.n > WARP_MAX_N || threads != 32 || at.corner) {
+        return Err(QrError::Unsupported {
+            message: format!(
+                "the smem warp kernel takes whole matrices of order <= {WARP_MAX_N} in blocks of \
+                 32 threads (n = {}, {threads} threads, corner {})",
+                layout.n, at.corner
+            ),
+        });
+    }
     let (entry, smem) = match (rows, layout.one_barrier) {
+        _ if layout.warp => (WARP, 0),
         (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
         (0, true) => (ONE_BARRIER, matrix_bytes(layout.n, lda)),
         (0, false) => (HOUSEHOLDER, matrix_bytes(layout.n, lda)),
@@ -203,7 +218,8 @@ fn launch_at(
     // shared memory is what the chosen kernel expects (the matrix's padded
     // size, or the register kernel's buffers), whose block of n * tpc
     // threads holding `rows` rows each covers the matrix (the planner's
-    // `smem_registers` check).
+    // `smem_registers` check); the warp kernel's one warp holds a column of
+    // n <= 32 rows per lane (checked above).
     unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }

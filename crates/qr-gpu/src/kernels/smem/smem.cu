@@ -603,3 +603,139 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
     }
     if (tid == 0 && !corner) info[blockIdx.x] = 0;
 }
+
+// One warp per matrix of order n <= 32, no block barrier: lane c holds
+// column c in z[] (rows past n are zeros, so they add nothing to any sum),
+// the step loop is unrolled so that every row index is a register. Step j:
+//   1. lane j, whose column step j - 1 left updated, stores it (every row;
+//      those above j are not read) to xs[j & 1], and the warp meets once;
+//   2. every lane loads that column x and sums, in one fixed order,
+//      xn2 = sum_{i>j} x_i^2 and s_c = sum_{i>j} x_i z_c[i]: the same xn2
+//      bits in every lane, so every lane forms reflector j itself;
+//   3. lane j writes beta and v = x * scale into its column, every lane
+//      c > j takes w_c = tau (z_c[j] + scale s_c) and updates its rows,
+//      z_c[i] -= v_i w_c.
+// The column a step publishes is its input unscaled, so the sums of step 2
+// need no reflector and run beside xn2's; the reflector is the only
+// scalar chain per step. Two buffers: step j + 1's store goes to the one
+// step j - 1 read, which step j's meeting put behind every lane.
+//
+// Range, tiny norms (redone in double from x, which every lane holds),
+// non-finite inputs, overflow and corners as in smem_registers_f32.
+extern "C" __global__ void __launch_bounds__(32, 1) smem_warp_f32(const float* __restrict__ a,
+                                                               float* __restrict__ h,
+                                                               float* __restrict__ tau,
+                                                               int* __restrict__ info, int n,
+                                                               int lda, long long mstride,
+                                                               int ldg, int tstride, int corner) {
+    (void)lda;
+    __shared__ __align__(16) float xs[2][32];
+
+    const int c = threadIdx.x & 31;
+    const long long off = (long long)blockIdx.x * mstride;
+    const float* am = a + off;
+    float* hm = h + off;
+    float* taum = tau + (long long)blockIdx.x * tstride;
+
+    float z[32];
+    float amax = 0.0f;
+    int bad = 0;
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        z[r] = c < n && r < n ? am[(long long)r * ldg + c] : 0.0f;
+        amax = fmaxf(amax, fabsf(z[r]));
+        bad |= smem_nonfinite(z[r]);
+    }
+    if (__any_sync(0xffffffffu, bad)) {
+        if (!corner) smem_nan_fill(hm, taum, info, n, 1);
+        return;
+    }
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    const int ex = smem_exponent(amax);
+#pragma unroll
+    for (int r = 0; r < 32; ++r) z[r] = ldexpf(z[r], -ex);
+
+#pragma unroll
+    for (int j = 0; j < 32; ++j) {
+        if (j >= n) break;  // uniform
+        float4* xb = reinterpret_cast<float4*>(xs[j & 1]);
+        if (c == j) {
+#pragma unroll
+            for (int q = j / 4; q < 8; ++q)
+                xb[q] = make_float4(z[4 * q], z[4 * q + 1], z[4 * q + 2], z[4 * q + 3]);
+        }
+        __syncwarp();
+        float x[32];
+#pragma unroll
+        for (int q = j / 4; q < 8; ++q) {
+            const float4 v = xb[q];
+            x[4 * q] = v.x;
+            x[4 * q + 1] = v.y;
+            x[4 * q + 2] = v.z;
+            x[4 * q + 3] = v.w;
+        }
+        // Four interleaved partial sums each (a quarter of the chain), met
+        // pairwise: the same order in every lane.
+        float q2[4] = {0.0f, 0.0f, 0.0f, 0.0f}, sc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+#pragma unroll
+        for (int i = j + 1; i < 32; ++i) {
+            q2[i & 3] = fmaf(x[i], x[i], q2[i & 3]);
+            sc[i & 3] = fmaf(x[i], z[i], sc[i & 3]);
+        }
+        double xn2 = (double)((q2[0] + q2[1]) + (q2[2] + q2[3]));
+        const float s = (sc[0] + sc[1]) + (sc[2] + sc[3]);
+        // The same xn2 in every lane: a uniform branch.
+        if (xn2 < SMEM_TINY) {
+            double d = 0.0;
+#pragma unroll
+            for (int i = j + 1; i < 32; ++i) d += (double)x[i] * (double)x[i];
+            xn2 = d;
+        }
+        const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(x[j], xn2);
+        if (c == 0) taum[j] = rf.tau;
+        bad |= smem_nonfinite(rf.tau);
+        if (rf.tau != 0.0f) {
+            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+            // redone in double, so a float32 scale is exact to rounding.
+            const bool fast = fabs(rf.scale) < 1.0e30;
+            const float fs = (float)rf.scale;
+            // The same v in every lane: lane j stores it, the others apply it.
+            // One uniform branch on `fast` around each loop, so that the hot
+            // path holds no double conversions.
+            if (fast) {
+#pragma unroll
+                for (int i = j + 1; i < 32; ++i) x[i] *= fs;
+            } else {
+#pragma unroll
+                for (int i = j + 1; i < 32; ++i) x[i] = (float)((double)x[i] * rf.scale);
+            }
+            if (c == j) {
+                z[j] = rf.beta;
+#pragma unroll
+                for (int i = j + 1; i < 32; ++i) z[i] = x[i];
+            } else if (c > j && c < n) {
+                const float w =
+                    (float)((double)rf.tau * ((double)z[j] + rf.scale * (double)s));
+                z[j] -= w;
+#pragma unroll
+                for (int i = j + 1; i < 32; ++i) z[i] = fmaf(-x[i], w, z[i]);
+            }
+        }
+    }
+
+    // R goes back to the input's scale; overflow as in smem_store.
+#pragma unroll
+    for (int r = 0; r < 32; ++r) {
+        z[r] = r <= c ? ldexpf(z[r], ex) : z[r];
+        if (c < n && r < n) bad |= smem_nonfinite(z[r]);
+    }
+    // A corner leaves overflow to the batch-wide check (uniform branch).
+    if (!corner && __any_sync(0xffffffffu, bad)) {
+        smem_nan_fill(hm, taum, info, n, 2);
+        return;
+    }
+#pragma unroll
+    for (int r = 0; r < 32; ++r)
+        if (c < n && r < n) hm[(long long)r * ldg + c] = z[r];
+    if (c == 0 && !corner) info[blockIdx.x] = 0;
+}

@@ -1,0 +1,44 @@
+"""Builds a qr-gpu kernel family for the host emulator (cudasim.h).
+
+usage: python3 cudasim.py FAMILY HARNESS OUT_BINARY [-DNAME=VALUE ...]
+
+FAMILY is a kernel folder under crates/qr-gpu/src/kernels (its .cu file is
+joined behind prelude.cu, as the engine does); HARNESS a C++ file that calls
+its entries through sim_launch. Shared-memory declarations are rewritten:
+`extern __shared__ T s[];` becomes a pointer into the block's emulated
+dynamic shared memory, other `__shared__` locals become statics (one block
+runs at a time).
+"""
+import os
+import re
+import subprocess
+import sys
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+KERNELS = os.path.join(HERE, "..", "..", "crates", "qr-gpu", "src", "kernels")
+
+
+def translate(src):
+    src = re.sub(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;",
+                 r"\1* \2 = reinterpret_cast<\1*>(sim_dyn_smem);", src)
+    return src.replace("__shared__", "static")
+
+
+def build(family, harness, out, defines):
+    src = open(os.path.join(KERNELS, "prelude.cu")).read()
+    src += open(os.path.join(KERNELS, family, family + ".cu")).read()
+    unit = os.path.join(os.path.dirname(os.path.abspath(out)), family + "_sim.cpp")
+    with open(unit, "w") as f:
+        f.write('#include "cudasim.h"\n')
+        f.write(translate(src))
+        f.write('\n#include "%s"\n' % os.path.abspath(harness))
+    cmd = ["g++", "-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-Wno-unknown-pragmas",
+           "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-I", HERE, *defines,
+           unit, "-o", out]
+    subprocess.run(cmd, check=True)
+
+
+if __name__ == "__main__":
+    if len(sys.argv) < 4:
+        sys.exit(__doc__)
+    build(sys.argv[1], sys.argv[2], sys.argv[3], sys.argv[4:])
