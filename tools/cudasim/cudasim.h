@@ -1,15 +1,15 @@
 // Host emulation of the CUDA C subset the qr-gpu kernels use, for checking a
 // kernel's logic on a machine without a GPU: every thread of a block is a
-// host thread, blocks run one after another, warp collectives meet on a
-// per-warp barrier. Only full-mask warp collectives are emulated (a partial
-// mask aborts); inline PTX is not (the prelude keeps it behind __CUDA_ARCH__).
+// fiber, blocks run one after another, warp collectives meet on a per-warp
+// barrier that all 32 lanes must reach (a lane reading outside its mask
+// aborts). Inline PTX is not emulated: the prelude keeps its own behind
+// __CUDA_ARCH__, and kernels give a plain-C++ alternative under CUDASIM.
 // Shared memory: `cudasim.py` rewrites `__shared__` locals as statics (one
 // block at a time shares them) and `extern __shared__ T s[]` as a pointer
 // into sim_dyn_smem. Arithmetic is the host's IEEE float/double; fmaf is
 // fused as on the device, while a * b + c is contracted there and not here.
 #pragma once
 
-#include <barrier>
 #include <cassert>
 #include <cfloat>
 #include <cmath>
@@ -18,7 +18,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
-#include <thread>
+#include <ucontext.h>
 #include <vector>
 
 #define __device__
@@ -32,9 +32,7 @@
 struct sim_dim3 {
     unsigned x = 0, y = 0, z = 0;
 };
-inline thread_local sim_dim3 threadIdx, blockIdx;
 inline sim_dim3 blockDim, gridDim;
-
 struct float2 {
     float x, y;
 };
@@ -65,114 +63,189 @@ inline double __longlong_as_double(long long i) { return sim_bits<double>(i); }
 // `extern __shared__` arrays here).
 alignas(16) inline unsigned char sim_dyn_smem[232448];
 
-struct SimWarp {
-    std::barrier<> bar{32};
-    uint64_t slot[32];
+// Every thread of a block is a fiber (ucontext) on one host thread, run
+// round-robin; a barrier parks a fiber until its party has arrived, so runs
+// are deterministic and a thread switch costs a context swap.
+struct SimFiber {
+    sim_dim3 tid, bid;
+    ucontext_t ctx;
+    std::vector<unsigned char> stack;
+    bool done = false;
+};
+
+struct SimBarrier {
+    unsigned expected = 0, arrived = 0, generation = 0;
 };
 
 struct SimBlock {
-    explicit SimBlock(unsigned threads) : bar(threads), warps((threads + 31) / 32) {
-        assert(threads % 32 == 0 && "the emulator runs whole warps");
-        for (auto& w : warps) w = std::make_unique<SimWarp>();
+    explicit SimBlock(unsigned threads) : warps((threads + 31) / 32) {
+        if (threads % 32 != 0) {
+            std::fprintf(stderr, "cudasim: the emulator runs whole warps (%u threads)\n", threads);
+            std::abort();
+        }
+        bar.expected = threads;
+        for (auto& w : warps) w.expected = 32;
     }
-    std::barrier<> bar;
-    std::vector<std::unique_ptr<SimWarp>> warps;
+    SimBarrier bar;
+    std::vector<SimBarrier> warps;
+    uint64_t slot[1024];
     int reduce[2] = {0, 0};
 };
-inline thread_local SimBlock* sim_block = nullptr;
 
-inline void sim_full_mask(unsigned mask) {
-    if (mask != 0xffffffffu) {
-        std::fprintf(stderr, "cudasim: partial warp mask %08x is not emulated\n", mask);
+inline SimBlock* sim_block = nullptr;
+inline SimFiber* sim_cur = nullptr;
+inline ucontext_t sim_main;
+
+#define threadIdx (sim_cur->tid)
+#define blockIdx (sim_cur->bid)
+
+inline void sim_yield() { swapcontext(&sim_cur->ctx, &sim_main); }
+
+inline void sim_arrive(SimBarrier& b) {
+    const unsigned g = b.generation;
+    if (++b.arrived == b.expected) {
+        b.arrived = 0;
+        ++b.generation;
+        return;
+    }
+    while (b.generation == g) sim_yield();
+}
+
+inline void sim_check_mask(unsigned mask, int src) {
+    if (!((mask >> (src & 31)) & 1u) || !((mask >> (threadIdx.x & 31)) & 1u)) {
+        std::fprintf(stderr, "cudasim: lane %u reads lane %d outside mask %08x\n",
+                     threadIdx.x & 31, src, mask);
         std::abort();
     }
 }
 
-// Every lane publishes `v` and reads lane `src`'s value.
+// Every lane of the warp publishes `v` and reads lane `src`'s value. All 32
+// lanes must take part, whatever the mask (the kernels' partial masks name
+// lane groups that shuffle side by side); `src` must lie in the mask.
 template <class T>
-inline T sim_exchange(T v, int src) {
+inline T sim_exchange(unsigned mask, T v, int src) {
     static_assert(sizeof(T) <= 8);
-    SimWarp& w = *sim_block->warps[threadIdx.x / 32];
-    const int lane = threadIdx.x & 31;
-    std::memcpy(&w.slot[lane], &v, sizeof(T));
-    w.bar.arrive_and_wait();
+    sim_check_mask(mask, src);
+    SimBarrier& w = sim_block->warps[threadIdx.x / 32];
+    const unsigned base = threadIdx.x & ~31u;
+    std::memcpy(&sim_block->slot[threadIdx.x], &v, sizeof(T));
+    sim_arrive(w);
     T r;
-    std::memcpy(&r, &w.slot[src & 31], sizeof(T));
-    w.bar.arrive_and_wait();
+    std::memcpy(&r, &sim_block->slot[base + (src & 31)], sizeof(T));
+    sim_arrive(w);
     return r;
 }
 
 template <class T>
 inline T __shfl_sync(unsigned mask, T v, int src, int width = 32) {
-    sim_full_mask(mask);
     assert(width == 32);
-    return sim_exchange(v, src);
+    return sim_exchange(mask, v, src);
 }
 template <class T>
 inline T __shfl_xor_sync(unsigned mask, T v, int x, int width = 32) {
-    sim_full_mask(mask);
     assert(width == 32);
-    return sim_exchange(v, (int)(threadIdx.x & 31) ^ x);
+    return sim_exchange(mask, v, (int)(threadIdx.x & 31) ^ x);
 }
 template <class T>
 inline T __shfl_down_sync(unsigned mask, T v, unsigned d, int width = 32) {
-    sim_full_mask(mask);
     assert(width == 32);
     const int lane = threadIdx.x & 31;
-    return sim_exchange(v, lane + (int)d < 32 ? lane + (int)d : lane);
+    return sim_exchange(mask, v, lane + (int)d < 32 ? lane + (int)d : lane);
 }
 template <class T>
 inline T __shfl_up_sync(unsigned mask, T v, unsigned d, int width = 32) {
-    sim_full_mask(mask);
     assert(width == 32);
     const int lane = threadIdx.x & 31;
-    return sim_exchange(v, lane >= (int)d ? lane - (int)d : lane);
+    return sim_exchange(mask, v, lane >= (int)d ? lane - (int)d : lane);
 }
 inline unsigned __ballot_sync(unsigned mask, int pred) {
-    sim_full_mask(mask);
     unsigned b = 0;
-    for (int l = 0; l < 32; ++l) b |= (sim_exchange(pred ? 1u : 0u, l) << l);
+    const int lane = threadIdx.x & 31;
+    for (int l = 0; l < 32; ++l) {
+        const unsigned bit = sim_exchange(0xffffffffu, pred ? 1u : 0u, l);
+        if ((mask >> l) & 1u) b |= bit << l;
+    }
+    sim_check_mask(mask, lane);
     return b;
 }
 inline int __any_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) != 0; }
-inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) == 0xffffffffu; }
+inline int __all_sync(unsigned mask, int pred) { return __ballot_sync(mask, pred) == mask; }
 inline void __syncwarp(unsigned mask = 0xffffffffu) {
-    sim_full_mask(mask);
-    sim_block->warps[threadIdx.x / 32]->bar.arrive_and_wait();
+    sim_check_mask(mask, threadIdx.x & 31);
+    sim_arrive(sim_block->warps[threadIdx.x / 32]);
 }
-inline void __syncthreads() { sim_block->bar.arrive_and_wait(); }
+inline void __syncthreads() { sim_arrive(sim_block->bar); }
 inline int __syncthreads_or(int pred) {
-    // Two slots in turn, so that a slot is cleared a barrier before its
-    // next use.
-    static thread_local int turn = 0;
-    const int t = turn;
-    turn ^= 1;
-    if (pred) __atomic_fetch_or(&sim_block->reduce[t], 1, __ATOMIC_SEQ_CST);
+    // Two slots in turn: a slot is cleared a barrier before its next use.
+    static int turn[1024];
+    const int t = turn[threadIdx.x];
+    turn[threadIdx.x] ^= 1;
+    if (pred) sim_block->reduce[t] = 1;
     __syncthreads();
-    const int r = __atomic_load_n(&sim_block->reduce[t], __ATOMIC_SEQ_CST);
+    const int r = sim_block->reduce[t];
     __syncthreads();
     if (threadIdx.x == 0) sim_block->reduce[t] = 0;
     return r;
 }
-inline int __syncthreads_count(int) = delete;
 
-// Runs `kernel(args...)` on a grid of `grid` blocks of `threads` threads,
-// one block at a time.
+inline void (*sim_entry)(void*) = nullptr;
+inline void* sim_entry_arg = nullptr;
+// A thread that exits no longer counts at its barriers (as on the device).
+inline void sim_leave(SimBarrier& b) {
+    --b.expected;
+    if (b.expected > 0 && b.arrived == b.expected) {
+        b.arrived = 0;
+        ++b.generation;
+    }
+}
+
+inline void sim_fiber_main() {
+    sim_entry(sim_entry_arg);
+    sim_leave(sim_block->bar);
+    sim_leave(sim_block->warps[threadIdx.x / 32]);
+    sim_cur->done = true;
+    swapcontext(&sim_cur->ctx, &sim_main);
+}
+
+// Runs `kernel(args...)` on a grid of `grid` (x, y) blocks of `threads`
+// threads, one block at a time.
+template <class... P, class... A>
+void sim_launch(void (*kernel)(P...), sim_dim3 grid, unsigned threads, A... args) {
+    gridDim = grid;
+    blockDim = {threads, 1, 1};
+    auto call = [&] { kernel(args...); };
+    sim_entry = [](void* c) { (*static_cast<decltype(call)*>(c))(); };
+    sim_entry_arg = &call;
+    std::vector<SimFiber> fibers(threads);
+    for (auto& f : fibers) f.stack.resize(256 * 1024);
+    for (unsigned by = 0; by < grid.y; ++by)
+        for (unsigned bx = 0; bx < grid.x; ++bx) {
+            SimBlock block(threads);
+            sim_block = &block;
+            for (unsigned t = 0; t < threads; ++t) {
+                SimFiber& f = fibers[t];
+                f.tid = {t, 0, 0};
+                f.bid = {bx, by, 0};
+                f.done = false;
+                getcontext(&f.ctx);
+                f.ctx.uc_stack.ss_sp = f.stack.data();
+                f.ctx.uc_stack.ss_size = f.stack.size();
+                f.ctx.uc_link = nullptr;
+                makecontext(&f.ctx, sim_fiber_main, 0);
+            }
+            for (unsigned live = threads; live > 0;) {
+                live = 0;
+                for (auto& f : fibers) {
+                    if (f.done) continue;
+                    sim_cur = &f;
+                    swapcontext(&sim_main, &f.ctx);
+                    live += !f.done;
+                }
+            }
+        }
+}
+
 template <class... P, class... A>
 void sim_launch(void (*kernel)(P...), unsigned grid, unsigned threads, A... args) {
-    gridDim = {grid, 1, 1};
-    blockDim = {threads, 1, 1};
-    for (unsigned b = 0; b < grid; ++b) {
-        SimBlock block(threads);
-        std::vector<std::thread> ts;
-        ts.reserve(threads);
-        for (unsigned t = 0; t < threads; ++t)
-            ts.emplace_back([&, t] {
-                threadIdx = {t, 0, 0};
-                blockIdx = {b, 0, 0};
-                sim_block = &block;
-                kernel(args...);
-            });
-        for (auto& th : ts) th.join();
-    }
+    sim_launch(kernel, sim_dim3{grid, 1, 1}, threads, args...);
 }

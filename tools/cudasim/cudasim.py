@@ -29,7 +29,7 @@ def build(family, harness, out, defines):
     src += open(os.path.join(KERNELS, family, family + ".cu")).read()
     unit = os.path.join(os.path.dirname(os.path.abspath(out)), family + "_sim.cpp")
     with open(unit, "w") as f:
-        f.write('#include "cudasim.h"\n')
+        f.write('#define CUDASIM 1\n#include "cudasim.h"\n')
         f.write(translate(src))
         f.write('\n#include "%s"\n' % os.path.abspath(harness))
     cmd = ["g++", "-std=c++20", "-O2", "-pthread", "-ffp-contract=off", "-Wno-unknown-pragmas",
