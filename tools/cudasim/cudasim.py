@@ -19,7 +19,8 @@ KERNELS = os.path.join(HERE, "..", "..", "crates", "qr-gpu", "src", "kernels")
 
 
 def translate(src):
-    src = re.sub(r"extern\s+__shared__\s+(?:__align__\(\d+\)\s+)?(\w+)\s+(\w+)\s*\[\s*\]\s*;",
+    attr = r"(?:__align__\(\d+\)\s+|__attribute__\(\(aligned\(\d+\)\)\)\s+)?"
+    src = re.sub(r"extern\s+__shared__\s+" + attr + r"(\w+)\s+(\w+)\s*\[\s*\]\s*;",
                  r"\1* \2 = reinterpret_cast<\1*>(sim_dyn_smem);", src)
     return src.replace("__shared__", "static")
 

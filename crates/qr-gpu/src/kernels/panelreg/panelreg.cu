@@ -138,18 +138,27 @@ __device__ __forceinline__ float preg_transpose_sum(float (&v)[PREG_NB], int lan
     return v[0];
 }
 
-// 16-byte global accesses through PTX (the vector types live in headers).
+// 16-byte global accesses through PTX (the vector types live in headers);
+// element by element under the host emulator (tools/cudasim).
 __device__ __forceinline__ void preg_ld4(const float* p, float& x0, float& x1, float& x2,
                                          float& x3) {
+#ifdef CUDASIM
+    x0 = p[0], x1 = p[1], x2 = p[2], x3 = p[3];
+#else
     asm volatile("ld.global.v4.f32 {%0, %1, %2, %3}, [%4];"
                  : "=f"(x0), "=f"(x1), "=f"(x2), "=f"(x3)
                  : "l"(p));
+#endif
 }
 
 __device__ __forceinline__ void preg_st4(float* p, float x0, float x1, float x2, float x3) {
+#ifdef CUDASIM
+    p[0] = x0, p[1] = x1, p[2] = x2, p[3] = x3;
+#else
     asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(x0), "f"(x1), "f"(x2),
                  "f"(x3)
                  : "memory");
+#endif
 }
 
 // Column c of a row (or half row), for a run-time c (the cold double path).

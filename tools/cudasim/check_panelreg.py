@@ -1,0 +1,170 @@
+"""Checks the register panel (panelreg_factor_f32, a block alone per matrix,
+no fold) under the host emulator, in every variant the planner can ask a
+block alone for:
+
+    python3 tools/cudasim/check_panelreg.py [--quick]
+
+Per variant and panel (orders and panel columns around the row limits):
+the panel's factorization against its input (scaled residual <= 5 and
+orthogonality <= 25, in float64), V's buffer against H's reflectors, T
+against LAPACK's larft (I - V T V^T equals the product of the reflectors),
+tau = 0 for a zero column, and no overflow mark. Variants that must not
+change the bits (the loop's unrolling) are compared with the plain kernel's
+outputs bit for bit; every variant runs twice with the same bits. Exits
+non-zero on any failure.
+"""
+import argparse
+import os
+import subprocess
+import sys
+import tempfile
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import cudasim  # noqa: E402
+
+EPS = 2.0 ** -23
+
+
+def threads_for_rows(rows, rpt, min_threads, max_threads):
+    t = -(-rows // rpt)
+    t = -(-t // 64) * 64
+    return min(max(t, 64, min_threads), max_threads)
+
+
+def run(binary, threads, p, w, a):
+    b, n = a.shape[0], a.shape[-1]
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = os.path.join(d, "in"), os.path.join(d, "out")
+        with open(fin, "wb") as f:
+            f.write(np.array([b, n], dtype=np.int32).tobytes())
+            f.write(np.ascontiguousarray(a, dtype=np.float32).tobytes())
+        subprocess.run([binary, str(threads), str(p), str(w), fin, fout], check=True)
+        raw = open(fout, "rb").read()
+    o = 0
+
+    def take(count, dt=np.float32):
+        nonlocal o
+        x = np.frombuffer(raw, dt, count, offset=o)
+        o += count * 4
+        return x
+    h = take(b * n * n).reshape(b, n, n)
+    tau = take(b * n).reshape(b, n)
+    v = take(b * n * 32).reshape(b, n, 32)
+    t = take(b * 32 * 32).reshape(b, 32, 32)
+    oflow = take(b, np.int32)
+    return h, tau, v, t, oflow, raw
+
+
+def check_panel(a, h, tau, v, t, oflow, p, w, tag):
+    """Failures of one matrix's panel factorization."""
+    bad = []
+    n = a.shape[0]
+    rows = n - p
+    ap = a[p:, p:p + w].astype(np.float64)
+    hp = h[p:, p:p + w].astype(np.float64)
+    taus = tau[p:p + w].astype(np.float64)
+    vv = np.tril(hp, -1)
+    vv[np.arange(w), np.arange(w)] = 1.0
+    q = np.eye(rows)
+    for j in reversed(range(w)):
+        q -= taus[j] * np.outer(vv[:, j], vv[:, j] @ q)
+    r = np.triu(hp)
+    na = max(np.abs(ap).sum(axis=0).max(), 1e-300)
+    sfr = np.abs(r - q.T @ ap).sum(axis=0).max() / (rows * EPS * na)
+    orth = np.abs(q.T @ q - np.eye(rows)).sum(axis=0).max() / (rows * EPS)
+    if not (sfr <= 5 and orth <= 25):
+        bad.append(f"{tag}: sfr {sfr:.3g} orth {orth:.3g}")
+    want_v = np.zeros((rows, 32))
+    want_v[:, :w] = vv
+    if not np.array_equal(v[:rows].astype(np.float64), want_v):
+        bad.append(f"{tag}: V's buffer differs from H's reflectors")
+    tt = t.astype(np.float64)
+    if np.any(tt[np.tril_indices(32, -1)] != 0) or np.any(tt[w:, :] != 0) or np.any(tt[:, w:] != 0):
+        bad.append(f"{tag}: T is not upper triangular within w x w")
+    qt = np.eye(rows) - vv @ tt[:w, :w] @ vv.T
+    if np.abs(qt - q).max() > 1e-5 * max(1.0, np.abs(q).max()) * w:
+        bad.append(f"{tag}: I - V T V^T is not the reflectors' product ({np.abs(qt - q).max():.3g})")
+    if oflow != 0:
+        bad.append(f"{tag}: overflow marked")
+    # Outside the panel nothing changes.
+    if not np.array_equal(np.delete(h, np.s_[p:p + w], axis=1), np.delete(a, np.s_[p:p + w], axis=1)) \
+            or not np.array_equal(h[:p, p:p + w], a[:p, p:p + w]):
+        bad.append(f"{tag}: entries outside the panel's rows and columns changed")
+    return bad, sfr, orth
+
+
+def inputs(rng, b, n, p, zc):
+    a = rng.standard_normal((b, n, n)).astype(np.float32)
+    if b > 1:
+        a[1] *= np.float32(1e-30)
+    if b > 2:
+        a[2, :, zc] = 0.0  # a zero column inside the panel
+    if b > 3:
+        a[3] = (rng.standard_normal((n, 1)) + 1e-4 * rng.standard_normal((n, n))).astype(np.float32)
+    if b > 4:
+        a[4] *= np.logspace(0, -6, n).astype(np.float32).reshape(n, 1)
+    return a
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--quick", action="store_true")
+    args = ap.parse_args()
+    # (max threads, min threads, rows per thread) of the plans of a block
+    # alone: 640 x 512 (256, 2), 40 x 352 (512 from 256, 1).
+    shapes = [(256, 64, 2), (512, 256, 1)]
+    # (halves, smem sum, unroll); the first is the reference for the bits.
+    variants = [(0, 0, 2), (0, 0, 4), (0, 0, 8), (0, 1, 2), (0, 1, 4), (0, 1, 8), (1, 0, 2)]
+    panels = [(512, 0, 32), (352, 0, 32), (352, 320, 32), (100, 64, 32), (100, 96, 4), (200, 32, 32)]
+    if args.quick:
+        panels = panels[1:2] + panels[4:5]
+    failures, worst = [], (0.0, 0.0)
+    with tempfile.TemporaryDirectory() as d:
+        for max_t, min_t, rpt in shapes:
+            plain = {}
+            for halves, smem_sum, unroll in variants:
+                if halves and rpt != 1:
+                    continue  # the planner gives the halves kernel one-row plans only
+                for n, p, w in panels:
+                    threads = threads_for_rows(n - p, rpt, min_t, max_t)
+                    if halves and threads < 64:
+                        continue
+                    defs = [f"-DPREG_THREADS={threads}", f"-DPREG_RPT={2 * rpt if halves else rpt}",
+                            "-DPREG_CLUSTER=0", "-DPREG_FOLD=0", "-DPREG_ONEBAR=0",
+                            f"-DPREG_HALVES={halves}", f"-DPREG_SMEM_SUM={smem_sum}",
+                            f"-DPREG_UNROLL={unroll}"]
+                    binary = os.path.join(d, "preg_" + "_".join(x.split("=")[1] for x in defs))
+                    if not os.path.exists(binary):
+                        cudasim.build("panelreg", os.path.join(cudasim.HERE, "panelreg_harness.cpp"),
+                                      binary, defs)
+                    zc = p + min(5, w - 1)
+                    # The same input for every variant of a panel.
+                    a = inputs(np.random.default_rng([n, p, w]), 5, n, p, zc)
+                    h, tau, v, t, oflow, raw = run(binary, threads, p, w, a)
+                    tag = f"{threads}x{rpt} halves {halves} smem sum {smem_sum} unroll {unroll} n {n} p {p} w {w}"
+                    if run(binary, threads, p, w, a)[5] != raw:
+                        failures.append(f"{tag}: two runs differ")
+                    for m in range(a.shape[0]):
+                        bad, sfr, orth = check_panel(a[m], h[m], tau[m], v[m], t[m], oflow[m], p, w,
+                                                     f"{tag} #{m}")
+                        failures += bad
+                        worst = (max(worst[0], sfr), max(worst[1], orth))
+                    if tau[2, zc] != 0:
+                        failures.append(f"{tag}: tau of a zero column {tau[2, zc]}")
+                    key = (n, p, w, smem_sum)
+                    if unroll == 2 and not halves:
+                        plain[key] = raw
+                    elif not halves and key in plain and plain[key] != raw:
+                        failures.append(f"{tag}: bits differ from unroll 2")
+                    print(f"{tag}: checked", flush=True)
+    print(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}")
+    for f in failures:
+        print("FAIL", f)
+    print("failures:", len(failures))
+    sys.exit(1 if failures else 0)
+
+
+if __name__ == "__main__":
+    main()
