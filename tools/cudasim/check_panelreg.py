@@ -1,8 +1,8 @@
-"""Checks the register panel (panelreg_factor_f32, a block alone per matrix,
-no fold) under the host emulator, in every variant the planner can ask a
-block alone for:
+"""Checks the register panels of a block alone per matrix under the host
+emulator: panelreg_factor_f32 (no fold) in every variant the planner can ask
+a block alone for, and panelcol_factor_f32 (a column per lane):
 
-    python3 tools/cudasim/check_panelreg.py [--quick]
+    python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelcol]
 
 Per variant and panel (orders and panel columns around the row limits):
 the panel's factorization against its input (scaled residual <= 5 and
@@ -31,6 +31,10 @@ def threads_for_rows(rows, rpt, min_threads, max_threads):
     t = -(-rows // rpt)
     t = -(-t // 64) * 64
     return min(max(t, 64, min_threads), max_threads)
+
+
+def pcol_warps(rows, r):
+    return 1 + max(0, -(-(rows - 32) // r))
 
 
 def run(binary, threads, p, w, a):
@@ -105,12 +109,24 @@ def inputs(rng, b, n, p, zc):
         a[3] = (rng.standard_normal((n, 1)) + 1e-4 * rng.standard_normal((n, n))).astype(np.float32)
     if b > 4:
         a[4] *= np.logspace(0, -6, n).astype(np.float32).reshape(n, 1)
+    if b > 5:
+        # Nearly upper triangular: every squared norm below a diagonal is
+        # about 1e-22, under the tiny bound, so each reflector takes the
+        # double path with a non-zero tau.
+        a[5] = np.triu(a[5]) + np.float32(1e-12) * np.tril(a[5], -1)
+    # One column of tiny entries (the panel's largest stays near 1): its
+    # norm falls under the tiny bound with a reflector that matters, at a
+    # row scale of about 1e20 (float32) and 1e31 (double, not `fast`).
+    for m, tiny in ((6, 1e-20), (7, 1e-31)):
+        if b > m:
+            a[m, :, zc - 2 if zc - 2 >= p else zc] *= np.float32(tiny)
     return a
 
 
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
+    ap.add_argument("--only", choices=["panelreg", "panelcol"])
     args = ap.parse_args()
     # (max threads, min threads, rows per thread) of the plans of a block
     # alone: 640 x 512 (256, 2), 40 x 352 (512 from 256, 1).
@@ -121,8 +137,36 @@ def main():
     if args.quick:
         panels = panels[1:2] + panels[4:5]
     failures, worst = [], (0.0, 0.0)
+
+    def check_run(binary, threads, n, p, w, tag):
+        nonlocal worst
+        zc = p + min(5, w - 1)
+        # The same input for every variant of a panel.
+        a = inputs(np.random.default_rng([n, p, w]), 8, n, p, zc)
+        h, tau, v, t, oflow, raw = run(binary, threads, p, w, a)
+        if run(binary, threads, p, w, a)[5] != raw:
+            failures.append(f"{tag}: two runs differ")
+        for m in range(a.shape[0]):
+            bad, sfr, orth = check_panel(a[m], h[m], tau[m], v[m], t[m], oflow[m], p, w,
+                                         f"{tag} #{m}")
+            failures.extend(bad)
+            worst = (max(worst[0], sfr), max(worst[1], orth))
+        if tau[2, zc] != 0:
+            failures.append(f"{tag}: tau of a zero column {tau[2, zc]}")
+        print(f"{tag}: checked", flush=True)
+        return raw
+
     with tempfile.TemporaryDirectory() as d:
-        for max_t, min_t, rpt in shapes:
+        for r in ([] if args.only == "panelreg" else [32, 64]):
+            for n, p, w in panels:
+                warps = pcol_warps(n - p, r)
+                defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}"]
+                binary = os.path.join(d, f"pcol_{warps}_{r}")
+                if not os.path.exists(binary):
+                    cudasim.build("panelcol", os.path.join(cudasim.HERE, "panelcol_harness.cpp"),
+                                  binary, defs)
+                check_run(binary, 32 * warps, n, p, w, f"panelcol {warps} warps x {r} n {n} p {p} w {w}")
+        for max_t, min_t, rpt in ([] if args.only == "panelcol" else shapes):
             plain = {}
             for halves, smem_sum, unroll in variants:
                 if halves and rpt != 1:
@@ -139,26 +183,13 @@ def main():
                     if not os.path.exists(binary):
                         cudasim.build("panelreg", os.path.join(cudasim.HERE, "panelreg_harness.cpp"),
                                       binary, defs)
-                    zc = p + min(5, w - 1)
-                    # The same input for every variant of a panel.
-                    a = inputs(np.random.default_rng([n, p, w]), 5, n, p, zc)
-                    h, tau, v, t, oflow, raw = run(binary, threads, p, w, a)
                     tag = f"{threads}x{rpt} halves {halves} smem sum {smem_sum} unroll {unroll} n {n} p {p} w {w}"
-                    if run(binary, threads, p, w, a)[5] != raw:
-                        failures.append(f"{tag}: two runs differ")
-                    for m in range(a.shape[0]):
-                        bad, sfr, orth = check_panel(a[m], h[m], tau[m], v[m], t[m], oflow[m], p, w,
-                                                     f"{tag} #{m}")
-                        failures += bad
-                        worst = (max(worst[0], sfr), max(worst[1], orth))
-                    if tau[2, zc] != 0:
-                        failures.append(f"{tag}: tau of a zero column {tau[2, zc]}")
+                    raw = check_run(binary, threads, n, p, w, tag)
                     key = (n, p, w, smem_sum)
                     if unroll == 2 and not halves:
                         plain[key] = raw
                     elif not halves and key in plain and plain[key] != raw:
                         failures.append(f"{tag}: bits differ from unroll 2")
-                    print(f"{tag}: checked", flush=True)
     print(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}")
     for f in failures:
         print("FAIL", f)
