@@ -17,10 +17,12 @@
 #   (session 17), tensor_lo_rounded (the default flipped to truncation),
 #   tensor_l2_hints (with the reversed update pass) and tensor_tile_pairs
 #   (session 18, bitwise equal to the plain kernel), register_panel_smem_sum
-#   (session 18), smem_warp (session 19's warp kernel for orders <= 32);
-# - the sweep of the five unmeasured switches (the halves, the panel's
+#   (session 18), smem_warp and register_panel_columns (session 19: the
+#   warp kernel for orders <= 32, the column-per-lane register panel);
+# - the sweep of the six unmeasured switches (the halves, the panel's
 #   shared-memory sums, the reversed update pass and tile pairs, the last
-#   two crossed with the L2 hints, and the smem warp kernel);
+#   two crossed with the L2 hints, the smem warp kernel and the column
+#   panel);
 # - the suites with tensor_lo_truncate on by default, seed 0 first;
 # - the seed beside them.
 set -uo pipefail
@@ -38,7 +40,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi
 # gate what it times; the GPU tests after it say whether each switch is
 # right (a device fault in the sweep ends only the sweep's process).
 t timeout 150 "$b/bench_suite" --sweep \
-    --only "smem warp,register panel halves,register panel smem sum,tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
+    --only "smem warp,register panel columns,register panel halves,register panel smem sum,tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
 t timeout 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
 # Session 17's 92 tests took 211 s; this session adds three longer ones.
 QR_REQUIRE_GPU=1 t timeout 330 "$b/gpu_tests" >"$out/gpu_tests.log" 2>&1

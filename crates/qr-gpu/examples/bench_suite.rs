@@ -393,6 +393,21 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // The column-per-lane register panel (session 19) at 32 to 96 rows per
+    // lane against the row panel (0); each where it fits the registers.
+    for cols in [0u32, 32, 48, 64, 96] {
+        let t = Tuning {
+            reg_panel_columns: cols,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..5],
+            format!("register panel columns {cols}"),
+            None,
+            &t,
+        );
+    }
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
     let memory: [MemorySwitch; 2] = [

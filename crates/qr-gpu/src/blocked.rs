@@ -18,6 +18,7 @@ use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panel16;
+use crate::kernels::panelcol;
 use crate::kernels::panelreg;
 use crate::kernels::smem;
 use crate::kernels::trailing_tc;
@@ -279,6 +280,17 @@ pub(crate) fn factor(
                         mats,
                         &pbuf,
                         prev,
+                    )?,
+                    None if plan.panel.reg_columns > 0 => panelcol::launch(
+                        engine,
+                        panel_stream,
+                        plan.panel.reg_columns,
+                        n,
+                        p,
+                        w,
+                        mat0,
+                        mats,
+                        &pbuf,
                     )?,
                     None => panelreg::launch(
                         engine,

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{panel, panelreg, smem, trailing_tc};
+use crate::kernels::{panel, panelcol, panelreg, smem, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -184,6 +184,9 @@ pub struct PanelPlan {
     /// Steps per iteration of the whole-row register panel's one-barrier
     /// loop (`Tuning::reg_panel_unroll`).
     pub reg_unroll: u32,
+    /// Rows per lane of the column-per-lane register panel that replaces
+    /// the row-per-thread one (`Tuning::reg_panel_columns`), 0 for none.
+    pub reg_columns: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -225,6 +228,13 @@ impl Plan {
     pub fn defines(&self) -> Vec<(String, String)> {
         match self.strategy {
             Strategy::Smem => smem::defines(self.tpc, self.rows, self.panel.float_reflector),
+            Strategy::Blocked if self.panel.reg_columns > 0 => {
+                let r = self.panel.reg_columns;
+                panelcol::defines(
+                    panelcol::warps_for_rows(self.shape.n(), r).unwrap_or(panelcol::MAX_WARPS),
+                    r,
+                )
+            }
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 panelreg::defines(
@@ -295,7 +305,13 @@ impl fmt::Display for Plan {
                 self.shape,
                 self.panel.groups,
                 self.panel.threads,
-                if self.panel.rows_per_thread > 0 {
+                if self.panel.reg_columns > 0 {
+                    format!(
+                        " holding a column of {} panel rows per lane in registers (warp 0 the \
+                         first 32)",
+                        self.panel.reg_columns
+                    )
+                } else if self.panel.rows_per_thread > 0 {
                     format!(
                         " holding {} panel rows each in registers{}",
                         self.panel.rows_per_thread,
@@ -681,6 +697,7 @@ pub fn plan(
             reg_halves: false,
             reg_smem_sum: tuning.reg_panel_smem_sum,
             reg_unroll: tuning.reg_panel_unroll,
+            reg_columns: 0,
         },
         graph: false,
         reason,
@@ -829,6 +846,18 @@ pub fn plan(
         && strategy == Strategy::Blocked
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
+    // The column panel: a block alone on the register panel without the
+    // fold or the halves, where its warps hold the first panel's rows.
+    p.panel.reg_columns = if strategy == Strategy::Blocked
+        && p.panel.rows_per_thread > 0
+        && !p.panel.fold
+        && !p.panel.reg_halves
+        && panelcol::fits(n, tuning.reg_panel_columns)
+    {
+        tuning.reg_panel_columns
+    } else {
+        0
+    };
     p.panel.fused_checks = tuning.fused_checks
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
@@ -1230,6 +1259,45 @@ mod tests {
         )
         .unwrap();
         assert!(few.panel.corner.is_some_and(|c| !c.warp && c.n == 32));
+    }
+
+    #[test]
+    fn column_panel_for_blocks_alone_on_the_register_panel() {
+        let d = h200();
+        let t = Tuning {
+            reg_panel_columns: 64,
+            ..Tuning::default()
+        };
+        let cols = |batch, n| {
+            let p = plan(Shape::new(batch, n).unwrap(), &d, &t, None).unwrap();
+            (p.strategy, p.panel.reg_columns)
+        };
+        // The benchmark set: the blocked plans on the register panel take it,
+        // the folding panel of 40 x 176 and the clusters keep theirs.
+        assert_eq!(cols(640, 512), (Strategy::Blocked, 64));
+        // 1024 rows at 64 a lane outgrow an SM's registers.
+        assert_eq!(cols(60, 1024), (Strategy::Blocked, 0));
+        assert_eq!(cols(40, 352), (Strategy::Blocked, 64));
+        assert_eq!(cols(40, 176).1, 0);
+        assert_eq!(cols(8, 2048), (Strategy::Cluster, 0));
+        let p = plan(Shape::new(640, 512).unwrap(), &d, &t, None).unwrap();
+        let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, panelcol::SOURCE.defines);
+        assert!(p.to_string().contains("a column of 64 panel rows per lane"));
+        // Off by default, and for layouts the kernel does not compile.
+        assert_eq!(
+            plan(Shape::new(640, 512).unwrap(), &d, &Tuning::default(), None)
+                .unwrap()
+                .panel
+                .reg_columns,
+            0
+        );
+        let odd = Tuning {
+            reg_panel_columns: 30,
+            ..Tuning::default()
+        };
+        let p = plan(Shape::new(640, 512).unwrap(), &d, &odd, None).unwrap();
+        assert_eq!(p.panel.reg_columns, 0);
     }
 
     #[test]

@@ -427,6 +427,23 @@ pub struct Tuning {
     /// loop body up to four times longer. 2 (session 15's measured choice
     /// against 1); 4 and 8 written in session 18, not yet run.
     pub reg_panel_unroll: u32,
+    /// Rows per lane of the column-per-lane register panel
+    /// (`panelcol_factor_f32`: lane c of a warp holds column c of the
+    /// warp's rows, warp 0 the panel's first 32) that replaces the
+    /// row-per-thread register panel of a block alone without the fold or
+    /// the halves; 0: never. 0 until measured: written in session 19
+    /// without a device. Its sums are each lane's own chain, so a step has
+    /// no butterfly (31 shuffles, 62 selects, 31 adds a warp) or shared
+    /// sums (71 instructions) but the pivot column's broadcast (rows / 4
+    /// loads of 16 bytes). Checked under the host emulator
+    /// (`tools/cudasim/check_panelreg.py`: panels of 32 to 512 rows, 1e-30s,
+    /// zero and tiny columns on the double path, V, T against LAPACK's
+    /// larft, the same bits twice) and by NVRTC 13.5 (sm_90): 9 warps at 64
+    /// rows (512-row panels) 164 registers without spills, 1 block per SM;
+    /// 8 warps at 64, 128 registers and 48 bytes of spills; 16 warps at 32,
+    /// 128 registers, none. The sweep knob `register panel columns` times
+    /// 32, 48 and 64.
+    pub reg_panel_columns: u32,
 }
 
 impl Default for Tuning {
@@ -490,6 +507,7 @@ impl Default for Tuning {
             tensor_update_reverse: false,
             reg_panel_smem_sum: false,
             reg_panel_unroll: 2,
+            reg_panel_columns: 0,
         }
     }
 }

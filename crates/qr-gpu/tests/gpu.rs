@@ -931,6 +931,42 @@ fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The column-per-lane register panel (`Tuning::reg_panel_columns`, off by
+/// default) at 32 and 64 rows per lane, the fold off so that blocks alone
+/// take the register panel too: the planner's choice, sizes around the
+/// panel and tile edges, every distribution, 1e-30s, two runs bitwise
+/// identical, and overflowing inputs flagged as the row panel flags them.
+fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let rows = qr_gpu::Tuning {
+        panel_fold: false,
+        ..qr_gpu::Tuning::default()
+    };
+    let whole = (**g)
+        .clone()
+        .with_tuning(rows.clone())
+        .with_strategy(Some(Strategy::Blocked));
+    for (r, seed) in [(32u32, 3800u64), (64, 3900)] {
+        let cols = qr_gpu::Tuning {
+            reg_panel_columns: r,
+            ..rows.clone()
+        };
+        let b = (**g)
+            .clone()
+            .with_tuning(cols.clone())
+            .with_strategy(Some(Strategy::Blocked));
+        for shape in [Shape::new(3, 513)?, Shape::new(640, 512)?] {
+            let p = b.plan(shape)?;
+            if p.panel.reg_columns != r {
+                return Err(format!("columns {r}: the planner chose {p}").into());
+            }
+        }
+        let label = format!("register panel columns {r}");
+        panel_variant(g, &cols, Strategy::Blocked, &label, seed)?;
+        overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
+    }
+    Ok(())
+}
+
 /// The tensor-core update with the split's low parts rounded to tf32 too
 /// (`Tuning::tensor_lo_truncate` off; on by default): on the blocked and
 /// cluster strategies, sizes around the panel and tile edges, every
@@ -1499,7 +1535,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 35] = [
+    let plain: [(&str, Test); 36] = [
         ("sgemm_trailing", sgemm_trailing),
         ("smem_warp", smem_warp),
         ("corner", corner),
@@ -1524,6 +1560,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("tensor_l2_hints", tensor_l2_hints),
         ("tensor_tile_pairs", tensor_tile_pairs),
         ("register_panel_smem_sum", register_panel_smem_sum),
+        ("register_panel_columns", register_panel_columns),
         ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),

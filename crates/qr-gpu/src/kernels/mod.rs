@@ -5,6 +5,7 @@
 
 pub(crate) mod panel;
 pub(crate) mod panel16;
+pub(crate) mod panelcol;
 pub(crate) mod panelreg;
 pub(crate) mod smem;
 pub(crate) mod trailing_tc;
@@ -30,6 +31,7 @@ pub(crate) const ALL: &[&KernelSource] = &[
     &panel::SOURCE,
     &panel16::SOURCE,
     &panelreg::SOURCE,
+    &panelcol::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,
 ];

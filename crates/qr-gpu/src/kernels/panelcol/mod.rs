@@ -1,0 +1,135 @@
+//! Launcher of the column-per-lane register panel of the `blocked` path
+//! (`Tuning::reg_panel_columns`: a block alone per matrix, no fold).
+
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use qr_core::QrError;
+
+use super::panel::{NB, PanelBuffers};
+use super::{KernelSource, grid_dim};
+use crate::engine::Engine;
+use crate::error::DriverContext;
+
+const FACTOR: &str = "panelcol_factor_f32";
+
+pub(crate) const SOURCE: KernelSource = KernelSource {
+    family: "panelcol",
+    source: concat!(include_str!("../prelude.cu"), include_str!("panelcol.cu")),
+    entries: &[FACTOR],
+    defines: &["PCOL_WARPS", "PCOL_R"],
+};
+
+/// Most warps of a block (1024 threads).
+pub(crate) const MAX_WARPS: usize = 32;
+
+/// Whether `r` rows per lane is a layout the kernel compiles (a positive
+/// multiple of 4).
+pub(crate) fn valid_rows(r: u32) -> bool {
+    r >= 4 && r % 4 == 0
+}
+
+/// Warps of a block for a panel of `rows` rows at `r` rows per lane of
+/// warps 1 and up (warp 0 holds the first 32): `None` past 32 warps.
+pub(crate) fn warps_for_rows(rows: usize, r: u32) -> Option<usize> {
+    let warps = 1 + rows.saturating_sub(NB).div_ceil(r.max(1) as usize);
+    (warps <= MAX_WARPS).then_some(warps)
+}
+
+/// Registers a thread takes beyond its rows (`PCOL_REGS` in panelcol.cu
+/// counts 56 for the launch bounds; NVRTC 13.5, sm_90, unbounded: 164
+/// registers at 64 rows, 168 at 96).
+const OVERHEAD_REGS: usize = 64;
+
+/// Whether a panel of `rows` rows at `r` rows per lane fits the kernel:
+/// at most 32 warps, whose rows and overhead fit one SM's 64 Ki registers
+/// (NVRTC 13.5: 1024 rows at 32, 48 or 64 rows per lane spill 1.3 to 1.6
+/// KB a thread; at 96, 168 bytes).
+pub(crate) fn fits(rows: usize, r: u32) -> bool {
+    valid_rows(r)
+        && warps_for_rows(rows, r)
+            .is_some_and(|w| w * 32 * (r.max(32) as usize + OVERHEAD_REGS) <= 65_536)
+}
+
+/// The `-D` defines for blocks of `warps` warps at `r` rows per lane.
+pub(crate) fn defines(warps: usize, r: u32) -> Vec<(String, String)> {
+    vec![
+        ("PCOL_WARPS".to_string(), warps.to_string()),
+        ("PCOL_R".to_string(), r.to_string()),
+    ]
+}
+
+/// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
+/// mats` on `stream`, one block per matrix of `warps_for_rows(n - p, r)`
+/// warps.
+#[allow(clippy::too_many_arguments)]
+pub(crate) fn launch(
+    engine: &Engine,
+    stream: &CudaStream,
+    r: u32,
+    n: usize,
+    p: usize,
+    w: usize,
+    mat0: usize,
+    mats: usize,
+    buf: &PanelBuffers,
+) -> Result<(), QrError> {
+    let rows = n - p;
+    let warps = warps_for_rows(rows, r)
+        .filter(|_| valid_rows(r))
+        .ok_or_else(|| QrError::Unsupported {
+            message: format!(
+                "a {rows}-row panel at {r} rows per lane exceeds the column panel's {MAX_WARPS} warps"
+            ),
+        })?;
+    let f = engine.function(&SOURCE, &defines(warps, r), FACTOR)?;
+    let cfg = LaunchConfig {
+        grid_dim: (1, grid_dim(mats)?, 1),
+        block_dim: (32 * warps as u32, 1, 1),
+        shared_mem_bytes: 0,
+    };
+    let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
+    let mut b = stream.launch_builder(&f);
+    b.arg(&buf.h)
+        .arg(&buf.src)
+        .arg(&buf.zcol)
+        .arg(&buf.v)
+        .arg(&buf.t)
+        .arg(&buf.tau)
+        .arg(&n)
+        .arg(&p)
+        .arg(&w)
+        .arg(&m0)
+        .arg(&buf.oflow);
+    // SAFETY: the buffers are sized for the whole batch by the workspace
+    // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
+    // tau: batch*n, oflow: 0 or batch); block (0, b) touches only matrix
+    // mat0 + b, which lies in the batch (mats is at most the grid's y
+    // limit, as the caller splits launches), and its warps hold 32 +
+    // (warps - 1) * r >= n - p rows (warps_for_rows).
+    unsafe { b.launch(cfg) }.ctx("launching panelcol_factor_f32")?;
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn blocks_hold_their_rows_in_at_most_32_warps() {
+        assert_eq!(warps_for_rows(512, 64), Some(9));
+        assert_eq!(warps_for_rows(480, 64), Some(8));
+        assert_eq!(warps_for_rows(32, 64), Some(1));
+        assert_eq!(warps_for_rows(1, 32), Some(1));
+        assert_eq!(warps_for_rows(1024, 32), Some(32));
+        assert_eq!(warps_for_rows(1025, 32), None);
+        for rows in 1..=1024usize {
+            for r in [4u32, 32, 44, 64] {
+                if let Some(wp) = warps_for_rows(rows, r) {
+                    assert!(NB + (wp - 1) * r as usize >= rows && wp <= MAX_WARPS);
+                }
+            }
+        }
+        assert!(valid_rows(64) && !valid_rows(0) && !valid_rows(30));
+        assert!(fits(512, 64) && fits(512, 32) && fits(1024, 96));
+        assert!(!fits(1024, 64) && !fits(1024, 32) && !fits(512, 30));
+    }
+}
