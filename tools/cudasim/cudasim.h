@@ -66,15 +66,27 @@ alignas(16) inline unsigned char sim_dyn_smem[232448];
 // Every thread of a block is a fiber (ucontext) on one host thread, run
 // round-robin; a barrier parks a fiber until its party has arrived, so runs
 // are deterministic and a thread switch costs a context swap.
+// One cp.async copy, applied when a wait_group completes its group.
+struct SimCopy {
+    unsigned char* dst;
+    const unsigned char* src;
+    int bytes;
+};
+
+struct SimBarrier {
+    unsigned expected = 0, arrived = 0, generation = 0;
+    bool warp = false;  // a warp's own (shuffles, __syncwarp, mma)
+};
+
 struct SimFiber {
     sim_dim3 tid, bid;
     ucontext_t ctx;
     std::vector<unsigned char> stack;
     bool done = false;
-};
-
-struct SimBarrier {
-    unsigned expected = 0, arrived = 0, generation = 0;
+    const SimBarrier* wait = nullptr;  // where it is parked, and that barrier's
+    unsigned wait_gen = 0;             // generation when it arrived
+    std::vector<SimCopy> cp_open;                 // issued, not committed
+    std::vector<std::vector<SimCopy>> cp_groups;  // committed, pending
 };
 
 struct SimBlock {
@@ -84,11 +96,16 @@ struct SimBlock {
             std::abort();
         }
         bar.expected = threads;
-        for (auto& w : warps) w.expected = 32;
+        for (auto& w : warps) {
+            w.expected = 32;
+            w.warp = true;
+        }
     }
     SimBarrier bar;
     std::vector<SimBarrier> warps;
+    SimBarrier named[16];
     uint64_t slot[1024];
+    uint32_t mma[1024][6];
     int reduce[2] = {0, 0};
 };
 
@@ -101,14 +118,21 @@ inline ucontext_t sim_main;
 
 inline void sim_yield() { swapcontext(&sim_cur->ctx, &sim_main); }
 
+// Arrivals and releases so far: the scheduler's measure of progress.
+inline unsigned long long sim_events = 0;
+
 inline void sim_arrive(SimBarrier& b) {
+    ++sim_events;
     const unsigned g = b.generation;
     if (++b.arrived == b.expected) {
         b.arrived = 0;
         ++b.generation;
         return;
     }
+    sim_cur->wait = &b;
+    sim_cur->wait_gen = g;
     while (b.generation == g) sim_yield();
+    sim_cur->wait = nullptr;
 }
 
 inline void sim_check_mask(unsigned mask, int src) {
@@ -188,6 +212,99 @@ inline int __syncthreads_or(int pred) {
     return r;
 }
 
+// `bar.sync id, count`: a named barrier of `count` threads (whole warps).
+inline void sim_bar_sync(int id, unsigned count) {
+    SimBarrier& b = sim_block->named[id & 15];
+    if (b.expected == 0) b.expected = count;
+    if (b.expected != count) {
+        std::fprintf(stderr, "cudasim: barrier %d used with %u and %u threads\n", id, b.expected,
+                     count);
+        std::abort();
+    }
+    sim_arrive(b);
+}
+
+// Shared-memory addresses as the kernels pass them to PTX: 32-bit offsets,
+// here from the emulated dynamic shared memory (the static arrays lie
+// within 2 GiB of it).
+inline unsigned sim_smem_u32(const void* p) {
+    return (unsigned)(int)(static_cast<const unsigned char*>(p) - sim_dyn_smem);
+}
+
+inline unsigned long long sim_seed_next();
+
+// cp.async of 16 bytes, the first `bytes` read and the rest zeros. The
+// copy lands when a wait_group completes its group; with CUDASIM_SEED, half
+// the copies land at once instead (the device may land them anywhere in
+// between): a read of the destination that no wait orders after the copy,
+// or a copy that no barrier orders after another thread's last read, then
+// shows as other bits.
+inline void sim_cp_async16(unsigned dst, const void* src, int bytes, unsigned long long) {
+    const SimCopy c{sim_dyn_smem + (int)dst, static_cast<const unsigned char*>(src), bytes};
+    if (sim_seed_next() & 1) {
+        std::memcpy(c.dst, c.src, (size_t)c.bytes);
+        std::memset(c.dst + c.bytes, 0, (size_t)(16 - c.bytes));
+        return;
+    }
+    sim_cur->cp_open.push_back(c);
+}
+inline void sim_cp_commit() {
+    sim_cur->cp_groups.push_back(std::move(sim_cur->cp_open));
+    sim_cur->cp_open.clear();
+}
+inline void sim_cp_wait(unsigned pending) {
+    auto& g = sim_cur->cp_groups;
+    while (g.size() > pending) {
+        for (const SimCopy& c : g.front()) {
+            std::memcpy(c.dst, c.src, (size_t)c.bytes);
+            std::memset(c.dst + c.bytes, 0, (size_t)(16 - c.bytes));
+        }
+        g.erase(g.begin());
+    }
+}
+
+// mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d = a b + d, with the
+// PTX ISA's fragments (g = lane / 4, t = lane % 4): a0..a3 hold A[g][t],
+// A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]; b0, b1 hold B[t][g], B[t + 4][g];
+// d0..d3 hold D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]. The
+// operands' top 19 bits are read (tf32); products and sums are exact here,
+// rounded once (the device's accumulation order and rounding differ).
+inline void sim_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+    SimBarrier& w = sim_block->warps[threadIdx.x / 32];
+    const unsigned base = threadIdx.x & ~31u;
+    uint32_t* mine = sim_block->mma[threadIdx.x];
+    for (int i = 0; i < 4; ++i) mine[i] = a[i];
+    mine[4] = b[0];
+    mine[5] = b[1];
+    sim_arrive(w);
+    const auto tf32 = [](uint32_t u) { return (double)__uint_as_float(u & 0xffffe000u); };
+    const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
+    for (int r = 0; r < 4; ++r) {
+        const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
+        double acc = d[r];
+        for (int k = 0; k < 8; ++k) {
+            const double av = tf32(sim_block->mma[base + (row % 8) * 4 + k % 4][row / 8 + 2 * (k / 4)]);
+            const double bv = tf32(sim_block->mma[base + col * 4 + k % 4][4 + k / 4]);
+            acc += av * bv;
+        }
+        d[r] = (float)acc;
+    }
+    sim_arrive(w);
+}
+
+// The scheduling order's random state (CUDASIM_SEED; 0: round-robin).
+inline unsigned long long sim_seed = [] {
+    const char* e = std::getenv("CUDASIM_SEED");
+    return e ? std::strtoull(e, nullptr, 10) : 0ULL;
+}();
+
+// The next random number (xorshift), 0 while CUDASIM_SEED is unset.
+inline unsigned long long sim_seed_next() {
+    if (sim_seed == 0) return 0;
+    sim_seed ^= sim_seed << 13, sim_seed ^= sim_seed >> 7, sim_seed ^= sim_seed << 17;
+    return sim_seed;
+}
+
 inline void (*sim_entry)(void*) = nullptr;
 inline void* sim_entry_arg = nullptr;
 // A thread that exits no longer counts at its barriers (as on the device).
@@ -227,19 +344,50 @@ void sim_launch(void (*kernel)(P...), sim_dim3 grid, unsigned threads, A... args
                 f.tid = {t, 0, 0};
                 f.bid = {bx, by, 0};
                 f.done = false;
+                f.wait = nullptr;
+                f.cp_open.clear();
+                f.cp_groups.clear();
                 getcontext(&f.ctx);
                 f.ctx.uc_stack.ss_sp = f.stack.data();
                 f.ctx.uc_stack.ss_size = f.stack.size();
                 f.ctx.uc_link = nullptr;
                 makecontext(&f.ctx, sim_fiber_main, 0);
             }
-            for (unsigned live = threads; live > 0;) {
-                live = 0;
-                for (auto& f : fibers) {
-                    if (f.done) continue;
-                    sim_cur = &f;
-                    swapcontext(&sim_main, &f.ctx);
-                    live += !f.done;
+            // A warp runs until each of its lanes is done or parked at a
+            // block-wide or named barrier (its own collectives meet on the
+            // way); then the next warp runs. Warps take turns round-robin,
+            // or with CUDASIM_SEED (non-zero) in a random order each round,
+            // so that a warp may get far ahead of another between two of
+            // their barriers: a missing barrier then shows.
+            const unsigned nwarps = threads / 32;
+            std::vector<unsigned> order(nwarps);
+            for (unsigned q = 0; q < nwarps; ++q) order[q] = q;
+            const auto parked = [](const SimFiber& f) {
+                return f.done || (f.wait && !f.wait->warp && f.wait->generation == f.wait_gen);
+            };
+            for (unsigned done = 0; done < threads;) {
+                for (unsigned q = nwarps; q > 1 && sim_seed != 0; --q)
+                    std::swap(order[q - 1], order[sim_seed_next() % q]);
+                const unsigned long long before = sim_events;
+                for (unsigned q : order) {
+                    for (;;) {
+                        const unsigned long long at = sim_events;
+                        bool all_parked = true;
+                        for (unsigned l = 0; l < 32; ++l) {
+                            SimFiber& f = fibers[q * 32 + l];
+                            if (parked(f)) continue;
+                            all_parked = false;
+                            sim_cur = &f;
+                            swapcontext(&sim_main, &f.ctx);
+                        }
+                        if (all_parked || sim_events == at) break;
+                    }
+                }
+                done = 0;
+                for (auto& f : fibers) done += f.done;
+                if (done < threads && sim_events == before) {
+                    std::fprintf(stderr, "cudasim: block (%u, %u) deadlocked\n", bx, by);
+                    std::abort();
                 }
             }
         }

@@ -134,9 +134,13 @@ struct alignas(16) tc_f4 {
 };
 
 __device__ __forceinline__ float tc_bits_to_f32(unsigned u) {
+#ifdef CUDASIM
+    return __uint_as_float(u);
+#else
     float f;
     asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
     return f;
+#endif
 }
 
 // ---- splits: x = hi + lo, each part in the mma's input format ----
@@ -151,8 +155,12 @@ __device__ __forceinline__ float tc_bits_to_f32(unsigned u) {
 // every finite value and infinities; a NaN stays a NaN in A2 itself (only
 // its split operand may change), so its matrix is still flagged.
 __device__ __forceinline__ unsigned tc_tf32(float x) {
+#ifdef CUDASIM
+    const unsigned u = __float_as_uint(x);
+#else
     unsigned u;
     asm("mov.b32 %0, %1;" : "=r"(u) : "f"(x));
+#endif
     return (u + 0x1000u) & 0xffffe000u;
 }
 __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
@@ -162,7 +170,11 @@ __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
     // The tensor cores read a tf32 operand's top 19 bits, so the unrounded
     // rest enters the product truncated: its dropped bits lie below 2^-21
     // of x (TC_LO_RZ, Tuning::tensor_lo_truncate).
+#ifdef CUDASIM
+    lo = __float_as_uint(rest);
+#else
     asm("mov.b32 %0, %1;" : "=r"(lo) : "f"(rest));
+#endif
 #else
     lo = tc_tf32(rest);
 #endif
@@ -227,7 +239,11 @@ __device__ __forceinline__ void tc_split_b(const float (&x)[TC_KPACK][2], unsign
 // d += a * b on one 16 x 8 tile.
 __device__ __forceinline__ void tc_mma(float (&d)[4], const unsigned (&a)[4],
                                        const unsigned (&b)[2]) {
-#if TC_SPLIT == 0
+#if defined(CUDASIM) && TC_SPLIT == 0
+    sim_mma_m16n8k8_tf32(d, a, b);
+#elif defined(CUDASIM)
+#error "the host emulator has the tf32 split only"
+#elif TC_SPLIT == 0
     asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
@@ -292,15 +308,24 @@ __device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) 
 // fits in L2 they would have stayed, so the plan sets TC_L2HINT only for
 // batches several times L2 (`Tuning::tensor_l2_hints_min_l2`).
 // A policy is an opaque 64-bit value made by createpolicy (sm_80+).
+// Under the host emulator a policy is its level (1 first, 2 last).
 __device__ __forceinline__ unsigned long long tc_policy_evict_first() {
+#ifdef CUDASIM
+    return 1;
+#else
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(pol));
     return pol;
+#endif
 }
 __device__ __forceinline__ unsigned long long tc_policy_evict_last() {
+#ifdef CUDASIM
+    return 2;
+#else
     unsigned long long pol;
     asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(pol));
     return pol;
+#endif
 }
 
 // `hint` (uniform over the block; with TC_PAIR over the warp group): the
@@ -314,6 +339,10 @@ __device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const 
     // 4-byte ones (docs/perf/qr-gpu.md, session 6). The values depend on this
     // thread's own load of the same elements, so no other ordering is needed.
     if (!edge || col < ncols) {
+#ifdef CUDASIM
+        (void)hint;
+        for (int i = 0; i < 4; ++i) p[i] = v.x[i];
+#else
 #if TC_L2HINT
         if (hint) {
             asm volatile("st.global.L2::cache_hint.v4.f32 [%0], {%1, %2, %3, %4}, %5;" ::"l"(p),
@@ -324,6 +353,7 @@ __device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const 
 #endif
         asm volatile("st.global.v4.f32 [%0], {%1, %2, %3, %4};" ::"l"(p), "f"(v.x[0]),
                      "f"(v.x[1]), "f"(v.x[2]), "f"(v.x[3]));
+#endif
     }
 #else
     (void)hint;
@@ -515,26 +545,38 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
 __device__ __forceinline__ int tc_swz(int row) { return ((row & 1) << 2) | (row & 2); }
 
 __device__ __forceinline__ unsigned tc_smem_u32(const void* p) {
+#ifdef CUDASIM
+    return sim_smem_u32(p);
+#else
     unsigned r;
     asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(r) : "l"(p));
     return r;
+#endif
 }
 
 // 16 bytes from global `src` to shared address `dst`; the `bytes` (0..16)
 // first of them are read, the rest written as zeros.
 __device__ __forceinline__ void tc_cp16(unsigned dst, const float* src, int bytes) {
+#ifdef CUDASIM
+    sim_cp_async16(dst, src, bytes, 0);
+#else
     asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
                  "r"(bytes)
                  : "memory");
+#endif
 }
 
 // As tc_cp16, the copy's L2 lines taking the eviction policy `pol`
 // (TC_L2HINT).
 __device__ __forceinline__ void tc_cp16_hint(unsigned dst, const float* src, int bytes,
                                              unsigned long long pol) {
+#ifdef CUDASIM
+    sim_cp_async16(dst, src, bytes, pol);
+#else
     asm volatile("cp.async.cg.shared.global.L2::cache_hint [%0], [%1], 16, %2, %3;" ::"r"(dst),
                  "l"(src), "r"(bytes), "l"(pol)
                  : "memory");
+#endif
 }
 
 // A2's copy in a ring: `apol` 0 plain, 1 evict first (its last read), 2
@@ -550,12 +592,20 @@ __device__ __forceinline__ void tc_cp16_a(unsigned dst, const float* src, int by
 }
 
 __device__ __forceinline__ void tc_cp_commit() {
+#ifdef CUDASIM
+    sim_cp_commit();
+#else
     asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
 }
 
 // Waits until at most TC_STAGE - 1 of this thread's groups are pending.
 __device__ __forceinline__ void tc_cp_wait_ahead() {
+#ifdef CUDASIM
+    sim_cp_wait(TC_STAGE - 1);
+#else
     asm volatile("cp.async.wait_group %0;" ::"n"(TC_STAGE - 1) : "memory");
+#endif
 }
 
 // Orders a ring's copies before its readers: the warp alone, or with
@@ -567,7 +617,11 @@ __device__ __forceinline__ void tc_ring_sync(int warp) {
     // barriers; the occupancy rule (two per resident block of the SM's 32)
     // still allows 4 blocks per SM, twice what the registers allow. Immediate
     // ids behind a switch or predicates cost 72 bytes of spills (NVRTC 13.5).
+#ifdef CUDASIM
+    sim_bar_sync(1 + warp, 64);
+#else
     asm volatile("bar.sync %0, 64;" ::"r"(1 + warp) : "memory");
+#endif
 #else
     (void)warp;
     __syncwarp();
