@@ -409,6 +409,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             None,
             &t,
         );
+        // 40 x 176 folds on the shared-memory panel; without the fold its
+        // blocks alone take the register panel, and with this the columns.
+        let t = Tuning {
+            panel_fold: false,
+            ..t
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[1..2],
+            format!("register panel columns {cols} fold off"),
+            None,
+            &t,
+        );
     }
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.

@@ -1279,6 +1279,13 @@ mod tests {
         assert_eq!(cols(60, 1024), (Strategy::Blocked, 0));
         assert_eq!(cols(40, 352), (Strategy::Blocked, 64));
         assert_eq!(cols(40, 176).1, 0);
+        // Without the fold 40 x 176 takes the register panel, and the columns.
+        let unfolded = Tuning {
+            panel_fold: false,
+            ..t.clone()
+        };
+        let p = plan(Shape::new(40, 176).unwrap(), &d, &unfolded, None).unwrap();
+        assert_eq!((p.strategy, p.panel.reg_columns), (Strategy::Blocked, 64));
         assert_eq!(cols(8, 2048), (Strategy::Cluster, 0));
         let p = plan(Shape::new(640, 512).unwrap(), &d, &t, None).unwrap();
         let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
