@@ -16,7 +16,6 @@ non-zero on any failure.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -40,26 +39,10 @@ def pcol_warps(rows, r):
 
 def run(binary, threads, p, w, a, seed=0):
     b, n = a.shape[0], a.shape[-1]
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in"), os.path.join(d, "out")
-        with open(fin, "wb") as f:
-            f.write(np.array([b, n], dtype=np.int32).tobytes())
-            f.write(np.ascontiguousarray(a, dtype=np.float32).tobytes())
-        env = dict(os.environ, CUDASIM_SEED=str(seed))
-        subprocess.run([binary, str(threads), str(p), str(w), fin, fout], check=True, env=env)
-        raw = open(fout, "rb").read()
-    o = 0
-
-    def take(count, dt=np.float32):
-        nonlocal o
-        x = np.frombuffer(raw, dt, count, offset=o)
-        o += count * 4
-        return x
-    h = take(b * n * n).reshape(b, n, n)
-    tau = take(b * n).reshape(b, n)
-    v = take(b * n * 32).reshape(b, n, 32)
-    t = take(b * 32 * 32).reshape(b, 32, 32)
-    oflow = take(b, np.int32)
+    raw = cudasim.run(binary, [threads, p, w], [b, n, a], seed)
+    h, tau, v, t, oflow = cudasim.take(raw, [((b, n, n), np.float32), ((b, n), np.float32),
+                                             ((b, n, 32), np.float32), ((b, 32, 32), np.float32),
+                                             ((b,), np.int32)])
     return h, tau, v, t, oflow, raw
 
 
@@ -166,7 +149,7 @@ def main():
                 defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}"]
                 binary = os.path.join(d, f"pcol_{warps}_{r}")
                 if not os.path.exists(binary):
-                    cudasim.build("panelcol", os.path.join(cudasim.HERE, "panelcol_harness.cpp"),
+                    cudasim.build("panelcol", os.path.join(cudasim.HERE, "panel_harness.cpp"),
                                   binary, defs)
                 check_run(binary, 32 * warps, n, p, w, f"panelcol {warps} warps x {r} n {n} p {p} w {w}")
         for max_t, min_t, rpt in ([] if args.only == "panelcol" else shapes):
@@ -184,7 +167,7 @@ def main():
                             f"-DPREG_UNROLL={unroll}"]
                     binary = os.path.join(d, "preg_" + "_".join(x.split("=")[1] for x in defs))
                     if not os.path.exists(binary):
-                        cudasim.build("panelreg", os.path.join(cudasim.HERE, "panelreg_harness.cpp"),
+                        cudasim.build("panelreg", os.path.join(cudasim.HERE, "panel_harness.cpp"),
                                       binary, defs)
                     tag = f"{threads}x{rpt} halves {halves} smem sum {smem_sum} unroll {unroll} n {n} p {p} w {w}"
                     raw = check_run(binary, threads, n, p, w, tag)
@@ -193,11 +176,7 @@ def main():
                         plain[key] = raw
                     elif not halves and key in plain and plain[key] != raw:
                         failures.append(f"{tag}: bits differ from unroll 2")
-    print(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}")
-    for f in failures:
-        print("FAIL", f)
-    print("failures:", len(failures))
-    sys.exit(1 if failures else 0)
+    cudasim.report(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}", failures)
 
 
 if __name__ == "__main__":

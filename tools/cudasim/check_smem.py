@@ -11,7 +11,6 @@ the same bits on a second run with the threads in a random order. Exits non-zero
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -84,17 +83,9 @@ DISTS = ["dense", "upper", "diagonal", "rankdef", "nearrank", "clustered", "band
 
 def run(binary, entry, threads, a, seed=0):
     b, n = a.shape[0], a.shape[-1]
-    with tempfile.TemporaryDirectory() as d:
-        fin, fout = os.path.join(d, "in"), os.path.join(d, "out")
-        with open(fin, "wb") as f:
-            f.write(np.array([b, n], dtype=np.int32).tobytes())
-            f.write(np.ascontiguousarray(a, dtype=np.float32).tobytes())
-        env = dict(os.environ, CUDASIM_SEED=str(seed))
-        subprocess.run([binary, entry, str(threads), fin, fout], check=True, env=env)
-        raw = open(fout, "rb").read()
-    h = np.frombuffer(raw, np.float32, b * n * n).reshape(b, n, n)
-    tau = np.frombuffer(raw, np.float32, b * n, offset=b * n * n * 4).reshape(b, n)
-    info = np.frombuffer(raw, np.int32, b, offset=(b * n * n + b * n) * 4)
+    raw = cudasim.run(binary, [entry, threads], [b, n, a], seed)
+    h, tau, info = cudasim.take(raw, [((b, n, n), np.float32), ((b, n), np.float32),
+                                      ((b,), np.int32)])
     return h, tau, info, raw
 
 
@@ -176,11 +167,7 @@ def main():
                 h, tau, info, _ = run(binary, "warp", 32, a)
                 if list(info) != [2, 0] or not np.all(np.isnan(h[0])):
                     failures.append(f"F32RF={f32} n={n}: overflowing R gave info {list(info)}")
-    print(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}")
-    for f in failures:
-        print("FAIL", f)
-    print("failures:", len(failures))
-    sys.exit(1 if failures else 0)
+    cudasim.report(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}", failures)
 
 
 if __name__ == "__main__":

@@ -16,7 +16,6 @@ not of the tensor cores' rounding. Exits non-zero on any failure.
 """
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 
@@ -42,18 +41,8 @@ def run(binary, d, n, p, w, h, v, t, seed=0):
     groups = 2 if d["TC_PAIR"] else 1
     blocks = -(-tiles // groups) * b
     threads = 32 * d["TC_WARPS"] * groups
-    with tempfile.TemporaryDirectory() as tmp:
-        fin, fout = os.path.join(tmp, "in"), os.path.join(tmp, "out")
-        with open(fin, "wb") as f:
-            f.write(np.array([b, n], dtype=np.int32).tobytes())
-            for x in (h, v, t):
-                f.write(np.ascontiguousarray(x, dtype=np.float32).tobytes())
-        env = dict(os.environ, CUDASIM_SEED=str(seed))
-        subprocess.run([binary, str(threads), str(blocks), str(p), str(w), fin, fout], check=True,
-                       env=env)
-        raw = open(fout, "rb").read()
-    out = np.frombuffer(raw, np.float32, b * n * n).reshape(b, n, n)
-    oflow = np.frombuffer(raw, np.int32, b, offset=b * n * n * 4)
+    raw = cudasim.run(binary, [threads, blocks, p, w], [b, n, h, v, t], seed)
+    out, oflow = cudasim.take(raw, [((b, n, n), np.float32), ((b,), np.int32)])
     return out, oflow, raw
 
 
@@ -152,11 +141,7 @@ def main():
             for name, ref_name in same_as.items():
                 if raws[name] != raws[ref_name]:
                     failures.append(f"{name} n {n} p {p} w {w}: bits differ from {ref_name}")
-    print(f"worst relative error {worst:.3g}")
-    for f in failures:
-        print("FAIL", f)
-    print("failures:", len(failures))
-    sys.exit(1 if failures else 0)
+    cudasim.report(f"worst relative error {worst:.3g}", failures)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,7 @@ import os
 import re
 import subprocess
 import sys
+import tempfile
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 KERNELS = os.path.join(HERE, "..", "..", "crates", "qr-gpu", "src", "kernels")
@@ -37,6 +38,46 @@ def build(family, harness, out, defines):
            "-Wno-unused-variable", "-Wno-unused-but-set-variable", "-I", HERE, *defines,
            unit, "-o", out]
     subprocess.run(cmd, check=True)
+
+
+def run(binary, args, arrays, seed=0):
+    """Runs a harness: `arrays` (the first two int32 batch and n, the rest
+    float32) written to its input file, `args` before the input and output
+    paths, threads scheduled with CUDASIM_SEED = `seed`; returns the output
+    file's bytes."""
+    import numpy as np
+
+    with tempfile.TemporaryDirectory() as d:
+        fin, fout = os.path.join(d, "in"), os.path.join(d, "out")
+        with open(fin, "wb") as f:
+            f.write(np.array(arrays[:2], dtype=np.int32).tobytes())
+            for x in arrays[2:]:
+                f.write(np.ascontiguousarray(x, dtype=np.float32).tobytes())
+        env = dict(os.environ, CUDASIM_SEED=str(seed))
+        subprocess.run([binary, *map(str, args), fin, fout], check=True, env=env)
+        with open(fout, "rb") as f:
+            return f.read()
+
+
+def take(raw, shapes):
+    """Splits `raw` into arrays of `shapes`, each (shape, dtype), in order."""
+    import numpy as np
+
+    out, o = [], 0
+    for shape, dt in shapes:
+        count = int(np.prod(shape))
+        out.append(np.frombuffer(raw, dt, count, offset=o).reshape(shape))
+        o += count * np.dtype(dt).itemsize
+    return out
+
+
+def report(summary, failures):
+    """Prints the summary line and every failure, and exits non-zero on any."""
+    print(summary)
+    for f in failures:
+        print("FAIL", f)
+    print("failures:", len(failures))
+    sys.exit(1 if failures else 0)
 
 
 if __name__ == "__main__":

@@ -1,7 +1,8 @@
-// Runs panelreg_factor_f32 (a block alone per matrix, no fold) under the
+// Runs a register panel kernel of a block alone per matrix under the
 // emulator on the panel at column P (width W) of a batch read from a file
-// (tools/cudasim/check_panelreg.py drives it). Usage:
-//   panelreg_harness THREADS P W IN OUT
+// (tools/cudasim/check_panelreg.py drives it): panelcol_factor_f32 when the
+// build defines PCOL_WARPS, else panelreg_factor_f32 (no fold). Usage:
+//   panel_harness THREADS P W IN OUT
 // IN: two int32 (batch, n), then the batch row-major; the panel is factored
 // in place (src = h). OUT: H, tau, V (batch x n x 32), T (batch x 32 x 32)
 // as float32, then the overflow marks (int32 per matrix).
@@ -11,7 +12,7 @@
 
 int main(int argc, char** argv) {
     if (argc != 6) {
-        std::cerr << "usage: panelreg_harness THREADS P W IN OUT\n";
+        std::cerr << "usage: panel_harness THREADS P W IN OUT\n";
         return 2;
     }
     const unsigned threads = (unsigned)std::stoul(argv[1]);
@@ -28,9 +29,15 @@ int main(int argc, char** argv) {
         std::cerr << "short input\n";
         return 2;
     }
-    sim_launch(panelreg_factor_f32, sim_dim3{1, (unsigned)batch, 1}, threads, h.data(),
-               (const float*)h.data(), (const int*)zcol.data(), v.data(), t.data(), tau.data(), n,
-               p, w, 0, (const float*)nullptr, (const float*)nullptr, 0, oflow.data());
+    const sim_dim3 grid{1, (unsigned)batch, 1};
+#ifdef PCOL_WARPS
+    sim_launch(panelcol_factor_f32, grid, threads, h.data(), (const float*)h.data(),
+               (const int*)zcol.data(), v.data(), t.data(), tau.data(), n, p, w, 0, oflow.data());
+#else
+    sim_launch(panelreg_factor_f32, grid, threads, h.data(), (const float*)h.data(),
+               (const int*)zcol.data(), v.data(), t.data(), tau.data(), n, p, w, 0,
+               (const float*)nullptr, (const float*)nullptr, 0, oflow.data());
+#endif
     std::ofstream out(argv[5], std::ios::binary);
     for (auto* b : {&h, &tau, &v, &t})
         out.write(reinterpret_cast<const char*>(b->data()), (std::streamsize)(b->size() * 4));
