@@ -75,6 +75,12 @@ struct PcolShared {
     float wmax[PCOL_WARPS];
 };
 
+// Rows 4q .. 4q + 3 of the warp's published pivot column.
+__device__ __forceinline__ void pcol_x4(const float* xb, int q, float (&xv)[4]) {
+    const float4 x4 = *reinterpret_cast<const float4*>(xb + 4 * q);
+    xv[0] = x4.x, xv[1] = x4.y, xv[2] = x4.z, xv[3] = x4.w;
+}
+
 // Step r of one warp: NK rows in registers, TOP for warp 0 (rows 0 to 31,
 // so the pivot row r lies among them; its caller unrolls the steps, so that
 // every row index is a register), else rows below every pivot. Sets, in
@@ -99,8 +105,8 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
         float s4[4] = {0.0f, 0.0f, 0.0f, 0.0f};
 #pragma unroll
         for (int q = k0 / 4; q < NK / 4; ++q) {
-            const float4 x4 = *reinterpret_cast<const float4*>(xb + 4 * q);
-            const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
+            float xv[4];
+            pcol_x4(xb, q, xv);
 #pragma unroll
             for (int u = 0; u < 4; ++u)
                 if (4 * q + u >= k0) s4[u] = fmaf(xv[u], z[4 * q + u], s4[u]);
@@ -173,8 +179,8 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
                 const float a = wc * fs;
 #pragma unroll
                 for (int q = k0 / 4; q < NK / 4; ++q) {
-                    const float4 x4 = *reinterpret_cast<const float4*>(xb + 4 * q);
-                    const float xv[4] = {x4.x, x4.y, x4.z, x4.w};
+                    float xv[4];
+                    pcol_x4(xb, q, xv);
 #pragma unroll
                     for (int u = 0; u < 4; ++u)
                         if (4 * q + u >= k0) z[4 * q + u] = fmaf(-xv[u], a, z[4 * q + u]);
