@@ -118,7 +118,8 @@ def main():
     shapes = [(256, 64, 2), (512, 256, 1)]
     # (halves, smem sum, unroll); the first is the reference for the bits.
     variants = [(0, 0, 2), (0, 0, 4), (0, 0, 8), (0, 1, 2), (0, 1, 4), (0, 1, 8), (1, 0, 2)]
-    panels = [(512, 0, 32), (352, 0, 32), (352, 320, 32), (100, 64, 32), (100, 96, 4), (200, 32, 32)]
+    panels = [(512, 0, 32), (352, 0, 32), (352, 320, 32), (100, 64, 32), (100, 96, 4), (200, 32, 32),
+              (1024, 0, 32)]
     if args.quick:
         panels = panels[1:2] + panels[4:5]
     failures, worst = [], (0.0, 0.0)
@@ -143,7 +144,7 @@ def main():
         return raw
 
     with tempfile.TemporaryDirectory() as d:
-        for r in ([] if args.only == "panelreg" else [32, 64]):
+        for r in ([] if args.only == "panelreg" else [32, 64, 96]):
             for n, p, w in panels:
                 warps = pcol_warps(n - p, r)
                 defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}"]
@@ -159,7 +160,8 @@ def main():
                     continue  # the planner gives the halves kernel one-row plans only
                 for n, p, w in panels:
                     threads = threads_for_rows(n - p, rpt, min_t, max_t)
-                    if halves and threads < 64:
+                    # The planner keeps a panel within its block's rows.
+                    if (halves and threads < 64) or threads * rpt < n - p:
                         continue
                     defs = [f"-DPREG_THREADS={threads}", f"-DPREG_RPT={2 * rpt if halves else rpt}",
                             "-DPREG_CLUSTER=0", "-DPREG_FOLD=0", "-DPREG_ONEBAR=0",

@@ -423,6 +423,20 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // 1024-row panels fit the column panel's registers from 96 rows a lane.
+    for cols in [0u32, 96] {
+        let t = Tuning {
+            reg_panel_columns: cols,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &["60,1024,2,dense"],
+            format!("register panel columns {cols} tall"),
+            None,
+            &t,
+        );
+    }
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
     let memory: [MemorySwitch; 2] = [

@@ -1275,8 +1275,14 @@ mod tests {
         // The benchmark set: the blocked plans on the register panel take it,
         // the folding panel of 40 x 176 and the clusters keep theirs.
         assert_eq!(cols(640, 512), (Strategy::Blocked, 64));
-        // 1024 rows at 64 a lane outgrow an SM's registers.
+        // 1024 rows at 64 a lane outgrow an SM's registers; at 96 they fit.
         assert_eq!(cols(60, 1024), (Strategy::Blocked, 0));
+        let tall = Tuning {
+            reg_panel_columns: 96,
+            ..t.clone()
+        };
+        let p = plan(Shape::new(60, 1024).unwrap(), &d, &tall, None).unwrap();
+        assert_eq!(p.panel.reg_columns, 96);
         assert_eq!(cols(40, 352), (Strategy::Blocked, 64));
         assert_eq!(cols(40, 176).1, 0);
         // Without the fold 40 x 176 takes the register panel, and the columns.
