@@ -27,6 +27,8 @@
 # tensor-core update's switches have had no run of any kind.
 # The table for issue 5 is then, on the development machine,
 #   python3 tools/devrun/side_by_side.py OUT/suite0.txt OUT/anchor.txt
+# and the sweep's tables, a knob each, the fastest setting in bold,
+#   python3 tools/devrun/sweep_table.py OUT/sweep.txt
 set -uo pipefail
 name=${1:?usage: next_call.sh NAME PART}
 part=${2:?usage: next_call.sh NAME PART (1 measures, 2 checks)}
