@@ -612,12 +612,14 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
 //   2. every lane loads that column x and sums, in one fixed order,
 //      xn2 = sum_{i>j} x_i^2 and s_c = sum_{i>j} x_i z_c[i]: the same xn2
 //      bits in every lane, so every lane forms reflector j itself;
-//   3. lane j writes beta and v = x * scale into its column, every lane
-//      c > j takes w_c = tau (z_c[j] + scale s_c) and updates its rows,
-//      z_c[i] -= v_i w_c.
+//   3. lane j writes beta at row j and keeps x below it; every lane c > j
+//      takes w_c = tau (z_c[j] + scale s_c) and updates its rows,
+//      z_c[i] -= x_i (w_c scale), z_c[j] -= w_c; the other lanes apply w = 0,
+//      so the warp never branches apart.
 // The column a step publishes is its input unscaled, so the sums of step 2
 // need no reflector and run beside xn2's; the reflector is the only
-// scalar chain per step. Two buffers: step j + 1's store goes to the one
+// scalar chain per step. Each lane scales its own x into v, and stores its
+// tau, once at the end. Two buffers: step j + 1's store goes to the one
 // step j - 1 read, which step j's meeting put behind every lane.
 //
 // Range, tiny norms (redone in double from x, which every lane holds),
@@ -655,6 +657,10 @@ extern "C" __global__ void __launch_bounds__(32, 1) smem_warp_f32(const float* _
 #pragma unroll
     for (int r = 0; r < 32; ++r) z[r] = ldexpf(z[r], -ex);
 
+    // This lane's own reflector (column c), from its step.
+    float my_tau = 0.0f, my_fs = 1.0f;
+    double my_sc = 1.0;
+    bool my_fast = true;
 #pragma unroll
     for (int j = 0; j < 32; ++j) {
         if (j >= n) break;  // uniform
@@ -692,37 +698,44 @@ extern "C" __global__ void __launch_bounds__(32, 1) smem_warp_f32(const float* _
             xn2 = d;
         }
         const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(x[j], xn2);
-        if (c == 0) taum[j] = rf.tau;
-        bad |= smem_nonfinite(rf.tau);
-        if (rf.tau != 0.0f) {
-            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
-            // redone in double, so a float32 scale is exact to rounding.
-            const bool fast = fabs(rf.scale) < 1.0e30;
-            const float fs = (float)rf.scale;
-            // The same v in every lane: lane j stores it, the others apply it.
-            // One uniform branch on `fast` around each loop, so that the hot
-            // path holds no double conversions.
+        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
+        // redone in double, so a float32 scale is exact to rounding.
+        const bool fast = fabs(rf.scale) < 1.0e30;
+        const float fs = (float)rf.scale;
+        if (c == j) {
+            my_tau = rf.tau;
+            my_sc = rf.tau == 0.0f ? 1.0 : rf.scale;
+            my_fs = (float)my_sc;
+            my_fast = fabs(my_sc) < 1.0e30;
+        }
+        // w_c for the lanes right of j, 0 elsewhere: lane j keeps x below its
+        // diagonal (scaled once at the end), the lanes left of it their
+        // values but for the sign of a zero, so no lane branches off.
+        const float w = c > j && rf.tau != 0.0f
+                            ? (float)((double)rf.tau * ((double)z[j] + rf.scale * (double)s))
+                            : 0.0f;
+        z[j] = c == j ? rf.beta : z[j] - w;
+        if (rf.tau != 0.0f) {  // uniform, and so is `fast`
             if (fast) {
+                const float a = w * fs;
 #pragma unroll
-                for (int i = j + 1; i < 32; ++i) x[i] *= fs;
+                for (int i = j + 1; i < 32; ++i) z[i] = fmaf(-x[i], a, z[i]);
             } else {
 #pragma unroll
-                for (int i = j + 1; i < 32; ++i) x[i] = (float)((double)x[i] * rf.scale);
-            }
-            if (c == j) {
-                z[j] = rf.beta;
-#pragma unroll
-                for (int i = j + 1; i < 32; ++i) z[i] = x[i];
-            } else if (c > j && c < n) {
-                const float w =
-                    (float)((double)rf.tau * ((double)z[j] + rf.scale * (double)s));
-                z[j] -= w;
-#pragma unroll
-                for (int i = j + 1; i < 32; ++i) z[i] = fmaf(-x[i], w, z[i]);
+                for (int i = j + 1; i < 32; ++i)
+                    z[i] = fmaf(-(float)((double)x[i] * rf.scale), w, z[i]);
             }
         }
     }
 
+    // Each lane's reflector below its diagonal: x times its scale.
+#pragma unroll
+    for (int r = 0; r < 32; ++r)
+        if (r > c) z[r] = my_fast ? z[r] * my_fs : (float)((double)z[r] * my_sc);
+    if (c < n) {
+        taum[c] = my_tau;
+        bad |= smem_nonfinite(my_tau);
+    }
     // R goes back to the input's scale; overflow as in smem_store.
 #pragma unroll
     for (int r = 0; r < 32; ++r) {
