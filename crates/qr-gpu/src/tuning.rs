@@ -36,9 +36,10 @@ pub struct Tuning {
     /// barrier (`smem_warp_f32`); 0: never. 0 until measured: written in
     /// session 19 without a device, checked under the host emulator
     /// (`tools/cudasim/check_smem.py`: every distribution, orders 1 to 32,
-    /// info codes, the same bits in another thread order) and by NVRTC 13.5 (128 registers,
-    /// no spills); the sweep knob `smem warp` measures it against the
-    /// register kernel (20 x 32: 26.7 us in session 17, 0.83 us per column).
+    /// info codes, the same bits in another thread order) and by NVRTC 13.5
+    /// (128 registers, no spills); the sweep knob `smem warp` measures it
+    /// against the register kernel (20 x 32: 26.7 us in session 17, 0.83 us
+    /// per column).
     pub smem_warp_max_n: usize,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
