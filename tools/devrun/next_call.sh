@@ -16,11 +16,13 @@
 #      unrolling, the reversed update pass and tile pairs crossed with the
 #      L2 hints, the smem warp kernel, the column panel), the benchmark set
 #      with tensor_lo_truncate on by default, the seed beside it;
-#   2: gpu_tests.log, suite1.txt, suite2.txt: every GPU test, among them the
-#      unrun register_panel_halves (session 17), tensor_lo_rounded,
-#      tensor_l2_hints and tensor_tile_pairs, register_panel_smem_sum
-#      (session 18), smem_warp and register_panel_columns (session 19); the
-#      other two seeds of the issue.
+#   2: gpu_tests.log, suite1.txt, suite2.txt, ncu_*.txt: every GPU test,
+#      among them the unrun register_panel_halves (session 17),
+#      tensor_lo_rounded, tensor_l2_hints and tensor_tile_pairs,
+#      register_panel_smem_sum (session 18), smem_warp and
+#      register_panel_columns (session 19); the other two seeds of the
+#      issue; where time is left, ncu of the column panel and the warp
+#      kernel beside the kernels they would replace.
 # The sweep does not gate what it times: part 2 says whether each switch is
 # right. Sessions 18 and 19 checked the panels' switches, the warp kernel
 # and the column panel under the host emulator (tools/cudasim); the
@@ -59,4 +61,18 @@ else
             t timeout 40 "$b/qr" suite --backend gpu --set benchmarks --seed "$s" >"$out/suite$s.txt" 2>&1
         fi
     done
+    # Where time is left: one launch of each new kernel under ncu --set full
+    # beside the kernel it would replace (the first panel launch of 640 x
+    # 512, the 20 x 32 factorization).
+    prof() {
+        local file=$1 kernel=$2 knob=$3 spec=$4
+        if [ $((585 - SECONDS)) -gt 70 ]; then
+            t timeout 65 ncu --set full --kernel-name "$kernel" --launch-count 1 \
+                "$b/bench_suite" --sweep --only "$knob" --once "$spec" >"$out/$file" 2>&1
+        fi
+    }
+    prof ncu_panelcol.txt regex:panelcol "register panel columns 64" 640,512,2,dense
+    prof ncu_panelreg.txt regex:panelreg "register panel columns 0" 640,512,2,dense
+    prof ncu_smem_warp.txt smem_warp_f32 "smem warp 32" 20,32,1,dense
+    prof ncu_smem_registers.txt smem_registers_f32 "smem warp 0" 20,32,1,dense
 fi
