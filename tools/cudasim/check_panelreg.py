@@ -144,7 +144,7 @@ def main():
         return raw
 
     with tempfile.TemporaryDirectory() as d:
-        for r in ([] if args.only == "panelreg" else [32, 64, 96]):
+        for r in ([] if args.only == "panelreg" else [32, 64, 72, 96]):
             for n, p, w in panels:
                 warps = pcol_warps(n - p, r)
                 defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}"]

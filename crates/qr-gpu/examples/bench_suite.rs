@@ -393,11 +393,13 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
-    // The column-per-lane register panel (session 19) at 32 and 64 rows per
-    // lane against the row panel (0), where it fits the registers (not
-    // 60 x 1024 at these); each variant compiles a module per block size
-    // (about 0.8 s each, NVRTC 13.5).
-    for cols in [0u32, 32, 64] {
+    // The column-per-lane register panel (session 19) at 32, 64 and 72 rows
+    // per lane against the row panel (0), where it fits the registers (not
+    // 60 x 1024 at these); 72 puts 512 rows in 8 warps, two blocks an SM
+    // (NVRTC 13.5: 128 registers, 272 bytes of spills), 64 in 9 warps, one
+    // (164 registers, none). Each variant compiles a module per block size
+    // (about 0.8 s each).
+    for cols in [0u32, 32, 64, 72] {
         let t = Tuning {
             reg_panel_columns: cols,
             ..base.clone()
