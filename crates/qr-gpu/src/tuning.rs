@@ -437,13 +437,16 @@ pub struct Tuning {
     /// no butterfly (31 shuffles, 62 selects, 31 adds a warp) or shared
     /// sums (71 instructions) but the pivot column's broadcast (rows / 4
     /// loads of 16 bytes). Checked under the host emulator
-    /// (`tools/cudasim/check_panelreg.py`: panels of 32 to 512 rows, 1e-30s,
-    /// zero and tiny columns on the double path, V, T against LAPACK's
-    /// larft, the same bits twice) and by NVRTC 13.5 (sm_90): 9 warps at 64
+    /// (`tools/cudasim/check_panelreg.py`: panels of 4 to 1024 rows,
+    /// 1e-30s, zero and tiny columns on the double path, V, T against the
+    /// reflectors' product in float64, the same bits in another thread
+    /// order) and by NVRTC 13.5 (sm_90): 9 warps at 64
     /// rows (512-row panels) 164 registers without spills, 1 block per SM;
     /// 8 warps at 64, 128 registers and 48 bytes of spills; 16 warps at 32,
-    /// 128 registers, none. The sweep knob `register panel columns` times
-    /// 32, 48 and 64.
+    /// 128 registers, none; 8 warps at 72, 128 registers and 272 bytes of
+    /// spills (two blocks an SM). The sweep knob `register panel columns`
+    /// times 32, 64 and 72 (40 x 352, 640 x 512, and 40 x 176 with the fold
+    /// off) and 96 (60 x 1024).
     pub reg_panel_columns: u32,
 }
 
