@@ -1,6 +1,7 @@
 """Checks the register panels of a block alone per matrix under the host
-emulator: panelreg_factor_f32 (no fold) in every variant the planner can ask
-a block alone for, and panelcol_factor_f32 (a column per lane):
+emulator: panelreg_factor_f32 in every variant the planner can ask a block
+alone for, and panelcol_factor_f32 (a column per lane), each also folding
+the previous panel's update into its own columns:
 
     python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelcol]
 
@@ -39,32 +40,58 @@ def pcol_warps(rows, r):
 
 def run(binary, threads, p, w, a, seed=0):
     b, n = a.shape[0], a.shape[-1]
-    raw = cudasim.run(binary, [threads, p, w], [b, n, a], seed)
+    raw = cudasim.run(binary, [threads, p, w, 0], [b, n, a], seed)
     h, tau, v, t, oflow = cudasim.take(raw, [((b, n, n), np.float32), ((b, n), np.float32),
                                              ((b, n, 32), np.float32), ((b, 32, 32), np.float32),
                                              ((b,), np.int32)])
     return h, tau, v, t, oflow, raw
 
 
-def check_panel(a, h, tau, v, t, oflow, p, w, tag):
-    """Failures of one matrix's panel factorization."""
+def check_panel(a, h, tau, v, t, oflow, p, w, tag, vt=True):
+    """Failures of one matrix's factorization of columns p..p+w (rows p..):
+    the residual and orthogonality, the V and T buffers where `vt` (w <= 32),
+    the overflow mark, nothing written outside."""
     bad = []
     n = a.shape[0]
     rows = n - p
     ap = a[p:, p:p + w].astype(np.float64)
     hp = h[p:, p:p + w].astype(np.float64)
     taus = tau[p:p + w].astype(np.float64)
-    vv = np.tril(hp, -1)
-    vv[np.arange(w), np.arange(w)] = 1.0
-    q = np.eye(rows)
-    for j in reversed(range(w)):
-        q -= taus[j] * np.outer(vv[:, j], vv[:, j] @ q)
+    _, q = reflectors(hp, taus, w)
     r = np.triu(hp)
     na = max(np.abs(ap).sum(axis=0).max(), 1e-300)
     sfr = np.abs(r - q.T @ ap).sum(axis=0).max() / (rows * EPS * na)
     orth = np.abs(q.T @ q - np.eye(rows)).sum(axis=0).max() / (rows * EPS)
     if not (sfr <= 5 and orth <= 25):
         bad.append(f"{tag}: sfr {sfr:.3g} orth {orth:.3g}")
+    if vt:
+        bad += check_vt(hp, taus, v, t, w, tag)
+    if oflow != 0:
+        bad.append(f"{tag}: overflow marked")
+    # Outside the panel nothing changes.
+    if not np.array_equal(np.delete(h, np.s_[p:p + w], axis=1), np.delete(a, np.s_[p:p + w], axis=1)) \
+            or not np.array_equal(h[:p, p:p + w], a[:p, p:p + w]):
+        bad.append(f"{tag}: entries outside the panel's rows and columns changed")
+    return bad, sfr, orth
+
+
+def reflectors(hp, taus, w):
+    """V (unit lower) and Q = H_0 .. H_{w-1} of a factored panel `hp`."""
+    rows = hp.shape[0]
+    vv = np.tril(hp[:, :w], -1)
+    vv[np.arange(w), np.arange(w)] = 1.0
+    q = np.eye(rows)
+    for j in reversed(range(w)):
+        q -= taus[j] * np.outer(vv[:, j], vv[:, j] @ q)
+    return vv, q
+
+
+def check_vt(hp, taus, v, t, w, tag):
+    """Failures of a panel's V buffer (H's reflectors, zero padded) and T
+    (I - V T V^T the reflectors' product)."""
+    bad = []
+    rows = hp.shape[0]
+    vv, q = reflectors(hp, taus, w)
     want_v = np.zeros((rows, 32))
     want_v[:, :w] = vv
     if not np.array_equal(v[:rows].astype(np.float64), want_v):
@@ -75,13 +102,7 @@ def check_panel(a, h, tau, v, t, oflow, p, w, tag):
     qt = np.eye(rows) - vv @ tt[:w, :w] @ vv.T
     if np.abs(qt - q).max() > 1e-5 * max(1.0, np.abs(q).max()) * w:
         bad.append(f"{tag}: I - V T V^T is not the reflectors' product ({np.abs(qt - q).max():.3g})")
-    if oflow != 0:
-        bad.append(f"{tag}: overflow marked")
-    # Outside the panel nothing changes.
-    if not np.array_equal(np.delete(h, np.s_[p:p + w], axis=1), np.delete(a, np.s_[p:p + w], axis=1)) \
-            or not np.array_equal(h[:p, p:p + w], a[:p, p:p + w]):
-        bad.append(f"{tag}: entries outside the panel's rows and columns changed")
-    return bad, sfr, orth
+    return bad
 
 
 def inputs(rng, b, n, p, zc):
@@ -147,12 +168,60 @@ def main():
         for r in ([] if args.only == "panelreg" else [32, 64, 72, 96]):
             for n, p, w in panels:
                 warps = pcol_warps(n - p, r)
-                defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}"]
+                defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0"]
                 binary = os.path.join(d, f"pcol_{warps}_{r}")
                 if not os.path.exists(binary):
                     cudasim.build("panelcol", os.path.join(cudasim.HERE, "panel_harness.cpp"),
                                   binary, defs)
                 check_run(binary, 32 * warps, n, p, w, f"panelcol {warps} warps x {r} n {n} p {p} w {w}")
+        # The fold: the panel at P - 32, then the panel at P applying the
+        # first's reflectors to its columns itself (the register panels of
+        # blocks alone with `reg_panel_fold`); checked as one factorization
+        # of the 64 columns, and the second panel's V and T on their own.
+        folds = [(176, 32), (352, 32), (200, 64)]
+        if args.quick:
+            folds = folds[:1]
+        fold_kernels = []
+        if args.only != "panelreg":
+            for r in (32, 64):
+                for n, P in folds:
+                    warps = pcol_warps(n - P + 32, r)
+                    warps += warps % 2
+                    fold_kernels.append(("panelcol", [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}",
+                                                      "-DPCOL_FOLD=1"], 32 * warps, n, P,
+                                         f"panelcol fold {warps} warps x {r}"))
+        if args.only != "panelcol":
+            for n, P in folds:
+                threads = threads_for_rows(n - P + 32, 1, 256, 512)
+                fold_kernels.append(("panelreg", [f"-DPREG_THREADS={threads}", "-DPREG_RPT=1",
+                                                  "-DPREG_CLUSTER=0", "-DPREG_FOLD=1",
+                                                  "-DPREG_ONEBAR=0", "-DPREG_HALVES=0",
+                                                  "-DPREG_SMEM_SUM=0", "-DPREG_UNROLL=2"],
+                                     threads, n, P, f"panelreg fold {threads}x1"))
+        for fam, defs, threads, n, P, label in fold_kernels:
+            binary = os.path.join(d, "fold_" + "_".join(x.split("=")[1] for x in defs))
+            if not os.path.exists(binary):
+                cudasim.build(fam, os.path.join(cudasim.HERE, "panel_harness.cpp"), binary, defs)
+            p0 = P - 32
+            zc = p0 + 5
+            a = inputs(np.random.default_rng([n, P, 7]), 8, n, p0, zc)
+            tag = f"{label} n {n} p {P}"
+            raw = cudasim.run(binary, [threads, P, 32, 1], [a.shape[0], n, a])
+            if cudasim.run(binary, [threads, P, 32, 1], [a.shape[0], n, a], seed=n + P) != raw:
+                failures.append(f"{tag}: a run in another thread order differs")
+            b = a.shape[0]
+            h, tau, v, t, oflow = cudasim.take(raw, [((b, n, n), np.float32), ((b, n), np.float32),
+                                                     ((b, n, 32), np.float32),
+                                                     ((b, 32, 32), np.float32), ((b,), np.int32)])
+            for m in range(b):
+                bad, sfr, orth = check_panel(a[m], h[m], tau[m], None, None, oflow[m], p0, 64,
+                                             f"{tag} #{m}", vt=False)
+                failures.extend(bad)
+                failures.extend(check_vt(h[m][P:, P:P + 32].astype(np.float64),
+                                         tau[m][P:P + 32].astype(np.float64), v[m], t[m], 32,
+                                         f"{tag} #{m} second panel"))
+                worst = (max(worst[0], sfr), max(worst[1], orth))
+            print(f"{tag}: checked", flush=True)
         for max_t, min_t, rpt in ([] if args.only == "panelcol" else shapes):
             plain = {}
             for halves, smem_sum, unroll in variants:

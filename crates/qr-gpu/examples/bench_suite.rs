@@ -413,16 +413,29 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         );
         // 40 x 176 folds on the shared-memory panel; without the fold its
         // blocks alone take the register panel, and with this the columns.
-        let t = Tuning {
+        let unfolded = Tuning {
             panel_fold: false,
-            ..t
+            ..t.clone()
         };
         add(
             &mut variants,
             &DENSE_CASES[1..2],
             format!("register panel columns {cols} fold off"),
             None,
-            &t,
+            &unfolded,
+        );
+        // Blocks alone folding in the register panels (`reg_panel_fold`;
+        // 0: the row panel's fold, measured in session 16).
+        let folding = Tuning {
+            reg_panel_fold: true,
+            ..t
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[1..3],
+            format!("register panel columns {cols} register fold"),
+            None,
+            &folding,
         );
     }
     // 1024-row panels fit the column panel's registers from 96 rows a lane.

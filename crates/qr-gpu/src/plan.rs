@@ -229,10 +229,12 @@ impl Plan {
         match self.strategy {
             Strategy::Smem => smem::defines(self.tpc, self.rows, self.panel.float_reflector),
             Strategy::Blocked if self.panel.reg_columns > 0 => {
-                let r = self.panel.reg_columns;
+                let (r, fold) = (self.panel.reg_columns, self.panel.fold);
                 panelcol::defines(
-                    panelcol::warps_for_rows(self.shape.n(), r).unwrap_or(panelcol::MAX_WARPS),
+                    panelcol::warps_for_rows(self.shape.n(), r, fold)
+                        .unwrap_or(panelcol::MAX_WARPS),
                     r,
+                    fold,
                 )
             }
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
@@ -847,12 +849,20 @@ pub fn plan(
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
     // The column panel: a block alone on the register panel without the
-    // fold or the halves, where its warps hold the first panel's rows.
+    // halves, where its warps hold the first panel's rows; with the
+    // register panel's fold (`reg_panel_fold`) where the fold's rows fit
+    // its block's shared memory too.
+    let column_fold_fits = || {
+        panelcol::warps_for_rows(n, tuning.reg_panel_columns, true).is_some_and(|warps| {
+            panelreg::fold_bytes(32 * warps as u32, n) + panelreg::FOLD_STATIC_BYTES
+                <= device.smem_per_block_optin
+        })
+    };
     p.panel.reg_columns = if strategy == Strategy::Blocked
         && p.panel.rows_per_thread > 0
-        && !p.panel.fold
         && !p.panel.reg_halves
-        && panelcol::fits(n, tuning.reg_panel_columns)
+        && panelcol::fits(n, tuning.reg_panel_columns, p.panel.fold)
+        && (!p.panel.fold || column_fold_fits())
     {
         tuning.reg_panel_columns
     } else {
@@ -1305,6 +1315,15 @@ mod tests {
                 .reg_columns,
             0
         );
+        // With the register panel's fold, the columns fold too.
+        let folding = Tuning {
+            reg_panel_fold: true,
+            ..t.clone()
+        };
+        let p = plan(Shape::new(40, 176).unwrap(), &d, &folding, None).unwrap();
+        assert!(p.panel.fold && p.panel.reg_columns == 64);
+        let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, panelcol::SOURCE.defines);
         let odd = Tuning {
             reg_panel_columns: 30,
             ..Tuning::default()

@@ -15,7 +15,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panelcol",
     source: concat!(include_str!("../prelude.cu"), include_str!("panelcol.cu")),
     entries: &[FACTOR],
-    defines: &["PCOL_WARPS", "PCOL_R"],
+    defines: &["PCOL_WARPS", "PCOL_R", "PCOL_FOLD"],
 };
 
 /// Most warps of a block (1024 threads).
@@ -28,9 +28,16 @@ pub(crate) fn valid_rows(r: u32) -> bool {
 }
 
 /// Warps of a block for a panel of `rows` rows at `r` rows per lane of
-/// warps 1 and up (warp 0 holds the first 32): `None` past 32 warps.
-pub(crate) fn warps_for_rows(rows: usize, r: u32) -> Option<usize> {
+/// warps 1 and up (warp 0 holds the first 32), rounded up to an even count
+/// for the fold (which maps its W pass onto groups of 64 threads): `None`
+/// past 32 warps.
+pub(crate) fn warps_for_rows(rows: usize, r: u32, fold: bool) -> Option<usize> {
     let warps = 1 + rows.saturating_sub(NB).div_ceil(r.max(1) as usize);
+    let warps = if fold {
+        warps.next_multiple_of(2)
+    } else {
+        warps
+    };
     (warps <= MAX_WARPS).then_some(warps)
 }
 
@@ -43,49 +50,66 @@ const OVERHEAD_REGS: usize = 64;
 /// at most 32 warps, whose rows and overhead fit one SM's 64 Ki registers
 /// (NVRTC 13.5: 1024 rows at 32, 48 or 64 rows per lane spill 1.3 to 1.6
 /// KB a thread; at 96, 168 bytes).
-pub(crate) fn fits(rows: usize, r: u32) -> bool {
+pub(crate) fn fits(rows: usize, r: u32, fold: bool) -> bool {
     valid_rows(r)
-        && warps_for_rows(rows, r)
+        && warps_for_rows(rows, r, fold)
             .is_some_and(|w| w * 32 * (r.max(32) as usize + OVERHEAD_REGS) <= 65_536)
 }
 
-/// The `-D` defines for blocks of `warps` warps at `r` rows per lane.
-pub(crate) fn defines(warps: usize, r: u32) -> Vec<(String, String)> {
+/// The `-D` defines for blocks of `warps` warps at `r` rows per lane, with
+/// the fold compiled in where `fold`.
+pub(crate) fn defines(warps: usize, r: u32, fold: bool) -> Vec<(String, String)> {
     vec![
         ("PCOL_WARPS".to_string(), warps.to_string()),
         ("PCOL_R".to_string(), r.to_string()),
+        ("PCOL_FOLD".to_string(), u8::from(fold).to_string()),
     ]
 }
 
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
-/// mats` on `stream`, one block per matrix of `warps_for_rows(n - p, r)`
-/// warps.
+/// mats` on `stream`, one block per matrix of `warps_for_rows(n - p, r,
+/// fold)` warps. With `fold` (a plan that folds) and `prev` (the previous
+/// panel's V and T buffers), the previous panel's reflectors are applied to
+/// these columns first.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
     stream: &CudaStream,
     r: u32,
-    n: usize,
-    p: usize,
-    w: usize,
+    (n, p, w): (usize, usize, usize),
     mat0: usize,
     mats: usize,
     buf: &PanelBuffers,
+    fold: bool,
+    prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let rows = n - p;
-    let warps = warps_for_rows(rows, r)
+    let warps = warps_for_rows(rows, r, fold)
         .filter(|_| valid_rows(r))
         .ok_or_else(|| QrError::Unsupported {
             message: format!(
                 "a {rows}-row panel at {r} rows per lane exceeds the column panel's {MAX_WARPS} warps"
             ),
         })?;
-    let f = engine.function(&SOURCE, &defines(warps, r), FACTOR)?;
+    let threads = 32 * warps as u32;
+    let f = engine.function(&SOURCE, &defines(warps, r, fold), FACTOR)?;
+    // This launch folds when the plan does and a previous panel exists.
+    let folds = fold && p >= NB && prev.is_some();
+    let bytes = if folds {
+        super::panelreg::fold_bytes(threads, rows)
+    } else {
+        0
+    };
+    if bytes > 0 {
+        super::raise_dynamic_smem(&f, bytes, FACTOR)?;
+    }
     let cfg = LaunchConfig {
         grid_dim: (1, grid_dim(mats)?, 1),
-        block_dim: (32 * warps as u32, 1, 1),
-        shared_mem_bytes: 0,
+        block_dim: (threads, 1, 1),
+        shared_mem_bytes: bytes as u32,
     };
+    let (vprev, tprev) = prev.filter(|_| folds).unwrap_or((0, 0));
+    let fold_i = i32::from(folds);
     let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
     let mut b = stream.launch_builder(&f);
     b.arg(&buf.h)
@@ -98,13 +122,18 @@ pub(crate) fn launch(
         .arg(&p)
         .arg(&w)
         .arg(&m0)
+        .arg(&vprev)
+        .arg(&tprev)
+        .arg(&fold_i)
         .arg(&buf.oflow);
     // SAFETY: the buffers are sized for the whole batch by the workspace
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
-    // tau: batch*n, oflow: 0 or batch); block (0, b) touches only matrix
-    // mat0 + b, which lies in the batch (mats is at most the grid's y
-    // limit, as the caller splits launches), and its warps hold 32 +
-    // (warps - 1) * r >= n - p rows (warps_for_rows).
+    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are
+    // buffers of v's and t's sizes, and the dynamic shared memory holds the
+    // fold's rows and scratch as qr_fold_apply expects); block (0, b)
+    // touches only matrix mat0 + b, which lies in the batch (mats is at most
+    // the grid's y limit, as the caller splits launches), and its warps hold
+    // 32 + (warps - 1) * r >= n - p rows (warps_for_rows).
     unsafe { b.launch(cfg) }.ctx("launching panelcol_factor_f32")?;
     Ok(())
 }
@@ -115,21 +144,26 @@ mod tests {
 
     #[test]
     fn blocks_hold_their_rows_in_at_most_32_warps() {
-        assert_eq!(warps_for_rows(512, 64), Some(9));
-        assert_eq!(warps_for_rows(480, 64), Some(8));
-        assert_eq!(warps_for_rows(32, 64), Some(1));
-        assert_eq!(warps_for_rows(1, 32), Some(1));
-        assert_eq!(warps_for_rows(1024, 32), Some(32));
-        assert_eq!(warps_for_rows(1025, 32), None);
+        assert_eq!(warps_for_rows(512, 64, false), Some(9));
+        assert_eq!(warps_for_rows(512, 64, true), Some(10));
+        assert_eq!(warps_for_rows(480, 64, false), Some(8));
+        assert_eq!(warps_for_rows(32, 64, false), Some(1));
+        assert_eq!(warps_for_rows(32, 64, true), Some(2));
+        assert_eq!(warps_for_rows(1, 32, false), Some(1));
+        assert_eq!(warps_for_rows(1024, 32, false), Some(32));
+        assert_eq!(warps_for_rows(1025, 32, false), None);
         for rows in 1..=1024usize {
             for r in [4u32, 32, 44, 64] {
-                if let Some(wp) = warps_for_rows(rows, r) {
-                    assert!(NB + (wp - 1) * r as usize >= rows && wp <= MAX_WARPS);
+                for fold in [false, true] {
+                    if let Some(wp) = warps_for_rows(rows, r, fold) {
+                        assert!(NB + (wp - 1) * r as usize >= rows && wp <= MAX_WARPS);
+                        assert!(!fold || wp % 2 == 0);
+                    }
                 }
             }
         }
         assert!(valid_rows(64) && !valid_rows(0) && !valid_rows(30));
-        assert!(fits(512, 64) && fits(512, 32) && fits(1024, 96));
-        assert!(!fits(1024, 64) && !fits(1024, 32) && !fits(512, 30));
+        assert!(fits(512, 64, false) && fits(512, 32, false) && fits(1024, 96, false));
+        assert!(!fits(1024, 64, false) && !fits(1024, 32, false) && !fits(512, 30, false));
     }
 }

@@ -37,17 +37,27 @@
 // order, float32 reflectors (scaled_reflector_f32), a norm below PCOL_TINY
 // redone in double by every warp (cold, uniform), tau = 0 keeping x.
 //
-// Input and outputs are panelreg.cu's (the fold apart): the panel read from
-// `src`, H's panel, tau, the explicit unit-lower V (zero padded to 32
-// columns), the 32 x 32 T of larft (forward, columnwise), a panel at or
-// right of zcol[m] (in place) writing tau = 0 only, and with `oflow` the
-// matrix marked where a value of H's panel or tau written is not finite.
+// Input and outputs are panelreg.cu's: the panel read from `src`, H's
+// panel, tau, the explicit unit-lower V (zero padded to 32 columns), the
+// 32 x 32 T of larft (forward, columnwise), a panel at or right of zcol[m]
+// (in place) writing tau = 0 only, and with `oflow` the matrix marked where
+// a value of H's panel or tau written is not finite. With PCOL_FOLD and
+// `fold` (every panel but the first of a folding plan) the block first
+// applies the previous panel's reflectors (`vprev`, `tprev`) to its columns
+// (prelude.cu's qr_fold_apply, into the dynamic shared memory the launcher
+// sizes) and loads its rows from there.
 
 #ifndef PCOL_WARPS
 #error "PCOL_WARPS (warps per block) must be defined by the launcher"
 #endif
 #ifndef PCOL_R
 #error "PCOL_R (rows per lane of warps 1 and up) must be defined by the launcher"
+#endif
+#ifndef PCOL_FOLD
+#error "PCOL_FOLD (1: the previous panel's update of these columns folded in) must be defined by the launcher"
+#endif
+#if PCOL_FOLD && PCOL_WARPS % 2 != 0
+#error "PCOL_FOLD maps its W pass onto groups of 64 threads: an even PCOL_WARPS"
 #endif
 #if PCOL_R % 4 != 0 || PCOL_R < 4
 #error "PCOL_R must be a positive multiple of 4"
@@ -243,7 +253,8 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
     panelcol_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
                         float* __restrict__ vbuf, float* __restrict__ tbuf,
                         float* __restrict__ tau, int n, int p, int w, int mat0,
-                        int* __restrict__ oflow) {
+                        const float* __restrict__ vprev, const float* __restrict__ tprev,
+                        int fold, int* __restrict__ oflow) {
     __shared__ __align__(16) PcolShared sh;
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int m = mat0 + blockIdx.y;
@@ -258,12 +269,31 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
     }
     const int base = warp == 0 ? 0 : 32 + (warp - 1) * PCOL_R;
     const int nk = warp == 0 ? 32 : PCOL_R;
+    // Where the rows come from: the source, or after the fold the dynamic
+    // shared memory (leading dimension 32; fold is uniform).
+    const float* rowsrc = sm;
+    long long ld = n;
+#if PCOL_FOLD
+    if (fold) {
+        extern __shared__ __align__(16) float pdyn[];
+        __shared__ __align__(16) float ftop[PCOL_NB][PCOL_NB];
+        __shared__ float ftt[PCOL_NB][PCOL_NB + 1];
+        qr_fold_apply<PCOL_THREADS, PCOL_NB>(
+            pdyn, ftop, ftt, vprev + (long long)m * n * PCOL_NB,
+            tprev + (long long)m * PCOL_NB * PCOL_NB, sm - (long long)PCOL_NB * n,
+            hm - (long long)PCOL_NB * n, n, rows, w, tid);
+        rowsrc = pdyn;
+        ld = PCOL_NB;
+    }
+#else
+    (void)vprev, (void)tprev, (void)fold;
+#endif
     float z[PCOL_ZR];
     float amax = 0.0f;
 #pragma unroll
     for (int k = 0; k < PCOL_ZR; ++k) {
         const int i = base + k;
-        z[k] = k < nk && i < rows && lane < w ? sm[(long long)i * n + lane] : 0.0f;
+        z[k] = k < nk && i < rows && lane < w ? rowsrc[i * ld + lane] : 0.0f;
         amax = fmaxf(amax, fabsf(z[k]));
     }
     for (int idx = tid; idx < PCOL_NB * (PCOL_NB + 1); idx += PCOL_THREADS)
