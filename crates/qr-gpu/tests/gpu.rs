@@ -936,9 +936,10 @@ fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 
 /// The column-per-lane register panel (`Tuning::reg_panel_columns`, off by
 /// default) at 32 and 64 rows per lane, the fold off so that blocks alone
-/// take the register panel too: the planner's choice, sizes around the
-/// panel and tile edges, every distribution, 1e-30s, two runs bitwise
-/// identical, and overflowing inputs flagged as the row panel flags them.
+/// take the register panel too, and folding with `reg_panel_fold`: the
+/// planner's choice, sizes around the panel and tile edges, every
+/// distribution, 1e-30s, two runs bitwise identical, and overflowing inputs
+/// flagged as the row panel flags them.
 fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let rows = qr_gpu::Tuning {
         panel_fold: false,
@@ -966,6 +967,25 @@ fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let label = format!("register panel columns {r}");
         panel_variant(g, &cols, Strategy::Blocked, &label, seed)?;
         overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
+        // Folding the previous panel's update in (`reg_panel_fold`).
+        let folding = qr_gpu::Tuning {
+            reg_panel_fold: true,
+            ..cols
+        };
+        let p = (**g)
+            .clone()
+            .with_tuning(folding.clone())
+            .plan(Shape::new(3, 176)?)?;
+        if !(p.panel.fold && p.panel.reg_columns == r) {
+            return Err(format!("columns {r} folding: the planner chose {p}").into());
+        }
+        panel_variant(
+            g,
+            &folding,
+            Strategy::Blocked,
+            &format!("{label} fold"),
+            seed + 50,
+        )?;
     }
     Ok(())
 }
