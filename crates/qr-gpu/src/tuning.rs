@@ -431,8 +431,8 @@ pub struct Tuning {
     /// Rows per lane of the column-per-lane register panel
     /// (`panelcol_factor_f32`: lane c of a warp holds column c of the
     /// warp's rows, warp 0 the panel's first 32) that replaces the
-    /// row-per-thread register panel of a block alone without the fold or
-    /// the halves; 0: never. 0 until measured: written in session 19
+    /// row-per-thread register panel of a block alone without the halves
+    /// (folding too where that panel folds, `reg_panel_fold`); 0: never. 0 until measured: written in session 19
     /// without a device. Its sums are each lane's own chain, so a step has
     /// no butterfly (31 shuffles, 62 selects, 31 adds a warp) or shared
     /// sums (71 instructions) but the pivot column's broadcast (rows / 4
