@@ -123,7 +123,7 @@ def main():
         for f32 in (1, 0):
             binary = os.path.join(d, f"smem_warp_{f32}")
             cudasim.build("smem", os.path.join(cudasim.HERE, "smem_harness.cpp"), binary,
-                          ["-DSMEM_TPC=1", "-DSMEM_ROWS=0", f"-DSMEM_F32RF={f32}"])
+                          ["-DSMEM_TPC=1", "-DSMEM_ROWS=0", f"-DSMEM_F32RF={f32}", "-DSMEM_WARP=1"])
             for n in map(int, args.orders.split(",")):
                 for name in DISTS:
                     a = case(rng, args.batch, n, name)

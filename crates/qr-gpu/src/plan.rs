@@ -227,7 +227,9 @@ impl Plan {
     /// The `-D` defines this plan compiles its kernels with.
     pub fn defines(&self) -> Vec<(String, String)> {
         match self.strategy {
-            Strategy::Smem => smem::defines(self.tpc, self.rows, self.panel.float_reflector),
+            Strategy::Smem => {
+                smem::defines(self.tpc, self.rows, self.panel.float_reflector, self.warp)
+            }
             Strategy::Blocked if self.panel.reg_columns > 0 => {
                 let (r, fold) = (self.panel.reg_columns, self.panel.fold);
                 panelcol::defines(
@@ -1414,7 +1416,8 @@ mod tests {
                 vec![
                     ("SMEM_TPC".to_string(), p.tpc.to_string()),
                     ("SMEM_ROWS".to_string(), p.rows.to_string()),
-                    ("SMEM_F32RF".to_string(), "1".to_string())
+                    ("SMEM_F32RF".to_string(), "1".to_string()),
+                    ("SMEM_WARP".to_string(), "0".to_string())
                 ]
             );
         }

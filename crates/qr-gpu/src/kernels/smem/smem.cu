@@ -46,6 +46,9 @@
 #ifndef SMEM_ROWS
 #error "SMEM_ROWS (rows per thread of smem_registers_f32, 0 when it is not used) must be defined by the plan"
 #endif
+#ifndef SMEM_WARP
+#error "SMEM_WARP (1: smem_warp_f32 compiled in) must be defined by the plan"
+#endif
 // Register array length of smem_registers_f32 (at least 1, so that the
 // other kernels' builds compile it too).
 #define SMEM_RT (SMEM_ROWS > 0 ? SMEM_ROWS : 1)
@@ -604,6 +607,7 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
     if (tid == 0 && !corner) info[blockIdx.x] = 0;
 }
 
+#if SMEM_WARP
 // One warp per matrix of order n <= 32, no block barrier: lane c holds
 // column c in z[] (rows past n are zeros, so they add nothing to any sum),
 // the step loop is unrolled so that every row index is a register. Step j:
@@ -752,3 +756,4 @@ extern "C" __global__ void __launch_bounds__(32, 1) smem_warp_f32(const float* _
         if (c < n && r < n) hm[(long long)r * ldg + c] = z[r];
     if (c == 0 && !corner) info[blockIdx.x] = 0;
 }
+#endif  // SMEM_WARP
