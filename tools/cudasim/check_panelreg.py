@@ -165,15 +165,19 @@ def main():
         return raw
 
     with tempfile.TemporaryDirectory() as d:
-        for r in ([] if args.only == "panelreg" else [32, 64, 72, 96]):
+        # (rows per lane, warp 0 rolled): every layout unrolled, two rolled.
+        layouts = [(r, 0) for r in (32, 64, 72, 96)] + [(32, 1), (64, 1)]
+        for r, rolled in ([] if args.only == "panelreg" else layouts):
             for n, p, w in panels:
                 warps = pcol_warps(n - p, r)
-                defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0"]
-                binary = os.path.join(d, f"pcol_{warps}_{r}")
+                defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0",
+                        f"-DPCOL_TOP_ROLLED={rolled}"]
+                binary = os.path.join(d, f"pcol_{warps}_{r}_{rolled}")
                 if not os.path.exists(binary):
                     cudasim.build("panelcol", os.path.join(cudasim.HERE, "panel_harness.cpp"),
                                   binary, defs)
-                check_run(binary, 32 * warps, n, p, w, f"panelcol {warps} warps x {r} n {n} p {p} w {w}")
+                check_run(binary, 32 * warps, n, p, w,
+                          f"panelcol {warps} warps x {r} rolled {rolled} n {n} p {p} w {w}")
         # The fold: the panel at P - 32, then the panel at P applying the
         # first's reflectors to its columns itself (the register panels of
         # blocks alone with `reg_panel_fold`); checked as one factorization
@@ -183,13 +187,15 @@ def main():
             folds = folds[:1]
         fold_kernels = []
         if args.only != "panelreg":
-            for r in (32, 64):
+            for r, rolled in ((32, 0), (64, 0), (32, 1)):
                 for n, P in folds:
                     warps = pcol_warps(n - P + 32, r)
                     warps += warps % 2
                     fold_kernels.append(("panelcol", [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}",
-                                                      "-DPCOL_FOLD=1"], 32 * warps, n, P,
-                                         f"panelcol fold {warps} warps x {r}"))
+                                                      "-DPCOL_FOLD=1",
+                                                      f"-DPCOL_TOP_ROLLED={rolled}"],
+                                         32 * warps, n, P,
+                                         f"panelcol fold {warps} warps x {r} rolled {rolled}"))
         if args.only != "panelcol":
             for n, P in folds:
                 threads = threads_for_rows(n - P + 32, 1, 256, 512)

@@ -438,6 +438,22 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &folding,
         );
     }
+    // The column panel with warp 0's steps rolled (masks and selects) or
+    // unrolled (straight-line code).
+    for (cols, rolled) in [(32u32, true), (64, true), (72, true)] {
+        let t = Tuning {
+            reg_panel_columns: cols,
+            reg_panel_columns_rolled: rolled,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..4],
+            format!("register panel columns {cols} rolled {rolled}"),
+            None,
+            &t,
+        );
+    }
     // 1024-row panels fit the column panel's registers from 96 rows a lane.
     for cols in [0u32, 96] {
         let t = Tuning {

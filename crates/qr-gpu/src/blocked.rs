@@ -289,7 +289,7 @@ pub(crate) fn factor(
                         mat0,
                         mats,
                         &pbuf,
-                        fold,
+                        (fold, plan.panel.reg_columns_rolled),
                         prev,
                     )?,
                     None => panelreg::launch(

@@ -187,6 +187,9 @@ pub struct PanelPlan {
     /// Rows per lane of the column-per-lane register panel that replaces
     /// the row-per-thread one (`Tuning::reg_panel_columns`), 0 for none.
     pub reg_columns: u32,
+    /// That panel's warp 0 steps in a rolled loop
+    /// (`Tuning::reg_panel_columns_rolled`).
+    pub reg_columns_rolled: bool,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -237,6 +240,7 @@ impl Plan {
                         .unwrap_or(panelcol::MAX_WARPS),
                     r,
                     fold,
+                    self.panel.reg_columns_rolled,
                 )
             }
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
@@ -702,6 +706,7 @@ pub fn plan(
             reg_smem_sum: tuning.reg_panel_smem_sum,
             reg_unroll: tuning.reg_panel_unroll,
             reg_columns: 0,
+            reg_columns_rolled: tuning.reg_panel_columns_rolled,
         },
         graph: false,
         reason,
@@ -1308,6 +1313,19 @@ mod tests {
         let p = plan(Shape::new(640, 512).unwrap(), &d, &t, None).unwrap();
         let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
         assert_eq!(names, panelcol::SOURCE.defines);
+        let rolled = Tuning {
+            reg_panel_columns_rolled: true,
+            ..t.clone()
+        };
+        let pr = plan(Shape::new(640, 512).unwrap(), &d, &rolled, None).unwrap();
+        assert!(
+            pr.defines()
+                .contains(&("PCOL_TOP_ROLLED".into(), "1".into()))
+        );
+        assert!(
+            p.defines()
+                .contains(&("PCOL_TOP_ROLLED".into(), "0".into()))
+        );
         assert!(p.to_string().contains("a column of 64 panel rows per lane"));
         // Off by default, and for layouts the kernel does not compile.
         assert_eq!(

@@ -448,6 +448,17 @@ pub struct Tuning {
     /// times 32, 64 and 72 (40 x 352, 640 x 512, and 40 x 176 with the fold
     /// off) and 96 (60 x 1024).
     pub reg_panel_columns: u32,
+    /// The column panel's warp 0 (the panel's first 32 rows) steps in a
+    /// rolled loop, masking the rows at and above the pivot and picking the
+    /// pivot row by selects, instead of 32 unrolled steps whose row indices
+    /// are registers. Off until measured (session 19, no device): the
+    /// unrolled steps are about 16 K instructions of straight-line code one
+    /// warp streams through once per panel (NVRTC 13.5: 21,744 instructions
+    /// in all at 9 warps x 64 rows against 10,128 rolled, 164 and 168
+    /// registers), which may miss the instruction cache every step; the
+    /// masks and selects cost instructions in every step instead. Swept
+    /// beside `reg_panel_columns`.
+    pub reg_panel_columns_rolled: bool,
 }
 
 impl Default for Tuning {
@@ -512,6 +523,7 @@ impl Default for Tuning {
             reg_panel_smem_sum: false,
             reg_panel_unroll: 2,
             reg_panel_columns: 0,
+            reg_panel_columns_rolled: false,
         }
     }
 }

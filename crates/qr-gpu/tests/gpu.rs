@@ -935,8 +935,9 @@ fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The column-per-lane register panel (`Tuning::reg_panel_columns`, off by
-/// default) at 32 and 64 rows per lane, the fold off so that blocks alone
-/// take the register panel too, and folding with `reg_panel_fold`: the
+/// default) at 32 and 64 rows per lane (and 32 with warp 0's steps
+/// rolled), the fold off so that blocks alone take the register panel too,
+/// and folding with `reg_panel_fold`: the
 /// planner's choice, sizes around the panel and tile edges, every
 /// distribution, 1e-30s, two runs bitwise identical, and overflowing inputs
 /// flagged as the row panel flags them.
@@ -949,9 +950,10 @@ fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         .clone()
         .with_tuning(rows.clone())
         .with_strategy(Some(Strategy::Blocked));
-    for (r, seed) in [(32u32, 3800u64), (64, 3900)] {
+    for (r, rolled, seed) in [(32u32, false, 3800u64), (64, false, 3900), (32, true, 4000)] {
         let cols = qr_gpu::Tuning {
             reg_panel_columns: r,
+            reg_panel_columns_rolled: rolled,
             ..rows.clone()
         };
         let b = (**g)
@@ -964,7 +966,7 @@ fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
                 return Err(format!("columns {r}: the planner chose {p}").into());
             }
         }
-        let label = format!("register panel columns {r}");
+        let label = format!("register panel columns {r} rolled {rolled}");
         panel_variant(g, &cols, Strategy::Blocked, &label, seed)?;
         overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
         // Folding the previous panel's update in (`reg_panel_fold`).

@@ -15,7 +15,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panelcol",
     source: concat!(include_str!("../prelude.cu"), include_str!("panelcol.cu")),
     entries: &[FACTOR],
-    defines: &["PCOL_WARPS", "PCOL_R", "PCOL_FOLD"],
+    defines: &["PCOL_WARPS", "PCOL_R", "PCOL_FOLD", "PCOL_TOP_ROLLED"],
 };
 
 /// Most warps of a block (1024 threads).
@@ -57,12 +57,14 @@ pub(crate) fn fits(rows: usize, r: u32, fold: bool) -> bool {
 }
 
 /// The `-D` defines for blocks of `warps` warps at `r` rows per lane, with
-/// the fold compiled in where `fold`.
-pub(crate) fn defines(warps: usize, r: u32, fold: bool) -> Vec<(String, String)> {
+/// the fold compiled in where `fold`, and warp 0's steps in a rolled loop
+/// where `rolled`.
+pub(crate) fn defines(warps: usize, r: u32, fold: bool, rolled: bool) -> Vec<(String, String)> {
     vec![
         ("PCOL_WARPS".to_string(), warps.to_string()),
         ("PCOL_R".to_string(), r.to_string()),
         ("PCOL_FOLD".to_string(), u8::from(fold).to_string()),
+        ("PCOL_TOP_ROLLED".to_string(), u8::from(rolled).to_string()),
     ]
 }
 
@@ -70,7 +72,8 @@ pub(crate) fn defines(warps: usize, r: u32, fold: bool) -> Vec<(String, String)>
 /// mats` on `stream`, one block per matrix of `warps_for_rows(n - p, r,
 /// fold)` warps. With `fold` (a plan that folds) and `prev` (the previous
 /// panel's V and T buffers), the previous panel's reflectors are applied to
-/// these columns first.
+/// these columns first; `rolled`: warp 0's steps in a rolled loop
+/// (`PCOL_TOP_ROLLED`).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -80,7 +83,7 @@ pub(crate) fn launch(
     mat0: usize,
     mats: usize,
     buf: &PanelBuffers,
-    fold: bool,
+    (fold, rolled): (bool, bool),
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let rows = n - p;
@@ -92,7 +95,7 @@ pub(crate) fn launch(
             ),
         })?;
     let threads = 32 * warps as u32;
-    let f = engine.function(&SOURCE, &defines(warps, r, fold), FACTOR)?;
+    let f = engine.function(&SOURCE, &defines(warps, r, fold, rolled), FACTOR)?;
     // This launch folds when the plan does and a previous panel exists.
     let folds = fold && p >= NB && prev.is_some();
     let bytes = if folds {

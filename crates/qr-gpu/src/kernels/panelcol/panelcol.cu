@@ -56,6 +56,9 @@
 #ifndef PCOL_FOLD
 #error "PCOL_FOLD (1: the previous panel's update of these columns folded in) must be defined by the launcher"
 #endif
+#ifndef PCOL_TOP_ROLLED
+#error "PCOL_TOP_ROLLED (1: warp 0's steps in a rolled loop, rows masked) must be defined by the launcher"
+#endif
 #if PCOL_FOLD && PCOL_WARPS % 2 != 0
 #error "PCOL_FOLD maps its W pass onto groups of 64 threads: an even PCOL_WARPS"
 #endif
@@ -92,17 +95,34 @@ __device__ __forceinline__ void pcol_x4(const float* xb, int q, float (&xv)[4]) 
 }
 
 // Step r of one warp: NK rows in registers, TOP for warp 0 (rows 0 to 31,
-// so the pivot row r lies among them; its caller unrolls the steps, so that
-// every row index is a register), else rows below every pivot. Sets, in
-// lane r, my_sc / my_fs / my_fast: the scale of the lane's own reflector.
+// so the pivot row r lies among them), else rows below every pivot. Warp
+// 0's caller unrolls the steps, so that every row index is a register; with
+// PCOL_TOP_ROLLED it does not (about 16 K instructions of straight-line
+// code fewer, NVRTC 13.5), and a step masks the pivot column's rows at and
+// above r to zero instead (they then change nothing but the sign of a zero)
+// and picks row r by selects. Sets, in lane r, my_sc / my_fs / my_fast: the
+// scale of the lane's own reflector.
 template <int NK, bool TOP>
 __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, int r, int lane,
                                           int warp, double& my_sc, float& my_fs, bool& my_fast) {
     {
+        constexpr bool kMask = TOP && PCOL_TOP_ROLLED;
         const int par = r & 1;
         float* const xb = sh.xs[warp][par];
-        // Rows of this warp below the pivot: TOP k > r, else all of them.
-        const int k0 = TOP ? r + 1 : 0;
+        // Rows of this warp below the pivot: unrolled TOP k > r, else all of
+        // them (masked TOP: the rows at and above r read x as zero).
+        const int k0 = TOP && !kMask ? r + 1 : 0;
+        const auto xmask = [&](int k, float x) { return kMask && k <= r ? 0.0f : x; };
+        // Row r of this lane's column (warp 0): a register, or a select.
+        float zr = 0.0f;
+        if (TOP) {
+            if (kMask) {
+#pragma unroll
+                for (int k = 0; k < 32; ++k) zr = k == r ? z[k] : zr;
+            } else {
+                zr = z[r];
+            }
+        }
         // 1. The pivot column's rows, from lane r.
         if (lane == r) {
 #pragma unroll
@@ -119,10 +139,10 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
             pcol_x4(xb, q, xv);
 #pragma unroll
             for (int u = 0; u < 4; ++u)
-                if (4 * q + u >= k0) s4[u] = fmaf(xv[u], z[4 * q + u], s4[u]);
+                if (4 * q + u >= k0) s4[u] = fmaf(xmask(4 * q + u, xv[u]), z[4 * q + u], s4[u]);
         }
         sh.red[par][warp][lane] = (s4[0] + s4[1]) + (s4[2] + s4[3]);
-        if (TOP) sh.rowv[par][lane] = z[r];
+        if (TOP) sh.rowv[par][lane] = zr;
         __syncthreads();
         // 3. The block's sums and reflector r, in every lane.
         float xq[PCOL_WARPS];
@@ -153,7 +173,8 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
 #pragma unroll
                 for (int u = 0; u < 4; ++u)
                     if (4 * q + u >= k0)
-                        d4[u] = fma((double)xb[4 * q + u], (double)z[4 * q + u], d4[u]);
+                        d4[u] = fma((double)xmask(4 * q + u, xb[4 * q + u]), (double)z[4 * q + u],
+                                    d4[u]);
             sh.redd[warp][lane] = (d4[0] + d4[1]) + (d4[2] + d4[3]);
             __syncthreads();
             double D = 0.0;
@@ -183,7 +204,15 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
             my_fast = fast;
         }
         // 4. The update of this warp's rows below r (and row r, warp 0).
-        if (TOP) z[r] = lane == r ? beta : z[r] - wc;
+        if (TOP) {
+            const float zn = lane == r ? beta : zr - wc;
+            if (kMask) {
+#pragma unroll
+                for (int k = 0; k < 32; ++k) z[k] = k == r ? zn : z[k];
+            } else {
+                z[r] = zn;
+            }
+        }
         if (tau_r != 0.0f) {  // uniform
             if (fast) {
                 const float a = wc * fs;
@@ -193,7 +222,8 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
                     pcol_x4(xb, q, xv);
 #pragma unroll
                     for (int u = 0; u < 4; ++u)
-                        if (4 * q + u >= k0) z[4 * q + u] = fmaf(-xv[u], a, z[4 * q + u]);
+                        if (4 * q + u >= k0)
+                            z[4 * q + u] = fmaf(-xmask(4 * q + u, xv[u]), a, z[4 * q + u]);
                 }
             } else {
 #pragma unroll
@@ -201,7 +231,7 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
 #pragma unroll
                     for (int u = 0; u < 4; ++u)
                         if (4 * q + u >= k0) {
-                            const float v = (float)((double)xb[4 * q + u] * sc);
+                            const float v = (float)((double)xmask(4 * q + u, xb[4 * q + u]) * sc);
                             z[4 * q + u] = fmaf(-v, wc, z[4 * q + u]);
                         }
             }
@@ -213,7 +243,7 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
 template <int NK, bool TOP>
 __device__ __forceinline__ void pcol_steps(float (&z)[PCOL_ZR], PcolShared& sh, int w, int lane,
                                            int warp, double& my_sc, float& my_fs, bool& my_fast) {
-    if (TOP) {
+    if (TOP && !PCOL_TOP_ROLLED) {
 #pragma unroll
         for (int r = 0; r < PCOL_NB; ++r) {
             if (r >= w) break;
