@@ -11,11 +11,12 @@
 #   bash tools/devrun/next_call.sh NAME 2     (check)
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
-#   1: sweep.txt, suite0.txt, anchor.txt: the sweep of the unmeasured
-#      switches (the register panel by halves, its shared-memory sums and
-#      unrolling, the reversed update pass and tile pairs crossed with the
-#      L2 hints, the smem warp kernel, the column panel), the benchmark set
-#      with tensor_lo_truncate on by default, the seed beside it;
+#   1: sweep.txt, sweep_panel.txt, suite0.txt, anchor.txt: the sweeps of
+#      the unmeasured switches (the reversed update pass and tile pairs
+#      crossed with the L2 hints; the register panel by halves, its
+#      shared-memory sums and unrolling, the smem warp kernel, the column
+#      panel), the benchmark set with tensor_lo_truncate on by default, the
+#      seed beside it;
 #   2: gpu_tests.log, suite1.txt, suite2.txt, ncu_*.txt: every GPU test,
 #      among them the unrun register_panel_halves (session 17),
 #      tensor_lo_rounded, tensor_l2_hints and tensor_tile_pairs,
@@ -23,14 +24,13 @@
 #      register_panel_columns (session 19); the other two seeds of the
 #      issue; where time is left, ncu of the column panel and the warp
 #      kernel beside the kernels they would replace.
-# The sweep does not gate what it times: part 2 says whether each switch is
-# right. Sessions 18 and 19 checked the panels' switches, the warp kernel
-# and the column panel under the host emulator (tools/cudasim); the
-# tensor-core update's switches have had no run of any kind.
+# The sweeps do not gate what they time: part 2 says whether each switch is
+# right on the device. Session 19 checked every new kernel and switch under
+# the host emulator (tools/cudasim/run_checks.sh), bits included.
 # The table for issue 5 is then, on the development machine,
 #   python3 tools/devrun/side_by_side.py OUT/suite0.txt OUT/anchor.txt
-# and the sweep's tables, a knob each, the fastest setting in bold,
-#   python3 tools/devrun/sweep_table.py OUT/sweep.txt
+# and the sweeps' tables, a knob each, the fastest setting in bold,
+#   python3 tools/devrun/sweep_table.py OUT/sweep.txt (and sweep_panel.txt)
 set -uo pipefail
 name=${1:?usage: next_call.sh NAME PART}
 part=${2:?usage: next_call.sh NAME PART (1 measures, 2 checks)}
@@ -44,8 +44,13 @@ t() {
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
 if [ "$part" = 1 ]; then
+    # Two sweeps, each under its own limit: the update's switches (few
+    # modules), then the panels' (the column panel compiles a module per
+    # block size of each variant, about 1 s each).
+    t timeout 120 "$b/bench_suite" --sweep \
+        --only "tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
     t timeout 240 "$b/bench_suite" --sweep \
-        --only "smem warp,register panel columns,register panel halves,register panel smem sum,tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
+        --only "smem warp,register panel columns,register panel halves,register panel smem sum" >"$out/sweep_panel.txt" 2>&1
     t timeout 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
     left=$((585 - SECONDS))
     if [ "$left" -gt 100 ]; then
