@@ -34,7 +34,10 @@ def threads_for_rows(rows, rpt, min_threads, max_threads):
     return min(max(t, 64, min_threads), max_threads)
 
 
-def pcol_warps(rows, r):
+def pcol_warps(rows, r, rolled=0):
+    """panelcol::warps_for_rows without the fold's rounding."""
+    if rolled:
+        return -(-max(rows, 1) // max(r, 32))
     return 1 + max(0, -(-(rows - 32) // r))
 
 
@@ -166,10 +169,10 @@ def main():
 
     with tempfile.TemporaryDirectory() as d:
         # (rows per lane, warp 0 rolled): every layout unrolled, two rolled.
-        layouts = [(r, 0) for r in (32, 64, 72, 96)] + [(32, 1), (64, 1)]
+        layouts = [(r, 0) for r in (32, 64, 72, 96)] + [(32, 1), (64, 1), (96, 1)]
         for r, rolled in ([] if args.only == "panelreg" else layouts):
             for n, p, w in panels:
-                warps = pcol_warps(n - p, r)
+                warps = pcol_warps(n - p, r, rolled)
                 defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0",
                         f"-DPCOL_TOP_ROLLED={rolled}"]
                 binary = os.path.join(d, f"pcol_{warps}_{r}_{rolled}")
@@ -189,7 +192,7 @@ def main():
         if args.only != "panelreg":
             for r, rolled in ((32, 0), (64, 0), (32, 1)):
                 for n, P in folds:
-                    warps = pcol_warps(n - P + 32, r)
+                    warps = pcol_warps(n - P + 32, r, rolled)
                     warps += warps % 2
                     fold_kernels.append(("panelcol", [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}",
                                                       "-DPCOL_FOLD=1",

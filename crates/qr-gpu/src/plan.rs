@@ -236,8 +236,13 @@ impl Plan {
             Strategy::Blocked if self.panel.reg_columns > 0 => {
                 let (r, fold) = (self.panel.reg_columns, self.panel.fold);
                 panelcol::defines(
-                    panelcol::warps_for_rows(self.shape.n(), r, fold)
-                        .unwrap_or(panelcol::MAX_WARPS),
+                    panelcol::warps_for_rows(
+                        self.shape.n(),
+                        r,
+                        fold,
+                        self.panel.reg_columns_rolled,
+                    )
+                    .unwrap_or(panelcol::MAX_WARPS),
                     r,
                     fold,
                     self.panel.reg_columns_rolled,
@@ -859,8 +864,9 @@ pub fn plan(
     // halves, where its warps hold the first panel's rows; with the
     // register panel's fold (`reg_panel_fold`) where the fold's rows fit
     // its block's shared memory too.
+    let rolled = tuning.reg_panel_columns_rolled;
     let column_fold_fits = || {
-        panelcol::warps_for_rows(n, tuning.reg_panel_columns, true).is_some_and(|warps| {
+        panelcol::warps_for_rows(n, tuning.reg_panel_columns, true, rolled).is_some_and(|warps| {
             panelreg::fold_bytes(32 * warps as u32, n) + panelreg::FOLD_STATIC_BYTES
                 <= device.smem_per_block_optin
         })
@@ -868,7 +874,7 @@ pub fn plan(
     p.panel.reg_columns = if strategy == Strategy::Blocked
         && p.panel.rows_per_thread > 0
         && !p.panel.reg_halves
-        && panelcol::fits(n, tuning.reg_panel_columns, p.panel.fold)
+        && panelcol::fits(n, tuning.reg_panel_columns, p.panel.fold, rolled)
         && (!p.panel.fold || column_fold_fits())
     {
         tuning.reg_panel_columns

@@ -448,16 +448,18 @@ pub struct Tuning {
     /// times 32, 64 and 72 (40 x 352, 640 x 512, and 40 x 176 with the fold
     /// off) and 96 (60 x 1024).
     pub reg_panel_columns: u32,
-    /// The column panel's warp 0 (the panel's first 32 rows) steps in a
-    /// rolled loop, masking the rows at and above the pivot and picking the
-    /// pivot row by selects, instead of 32 unrolled steps whose row indices
-    /// are registers. Off until measured (session 19, no device): the
-    /// unrolled steps are about 16 K instructions of straight-line code one
-    /// warp streams through once per panel (NVRTC 13.5: 21,744 instructions
-    /// in all at 9 warps x 64 rows against 10,128 rolled, 164 and 168
-    /// registers), which may miss the instruction cache every step; the
-    /// masks and selects cost instructions in every step instead. Swept
-    /// beside `reg_panel_columns`.
+    /// The column panel's warp 0 steps in a rolled loop, masking the rows
+    /// at and above the pivot and picking the pivot row by selects, and
+    /// holds as many rows as every other warp (`reg_panel_columns`, at
+    /// least 32), instead of 32 rows and 32 unrolled steps whose row
+    /// indices are registers. Off until measured (session 19, no device):
+    /// the unrolled steps are about 16 K instructions of straight-line code
+    /// one warp streams through once per panel (NVRTC 13.5: 21,744
+    /// instructions in all at 9 warps x 64 rows, against 10,128 rolled),
+    /// which may miss the instruction cache every step; the masks and
+    /// selects cost instructions in every step instead, and 512 rows fit 8
+    /// warps of 64 (two blocks an SM: 128 registers, 108 bytes of spills).
+    /// Swept beside `reg_panel_columns`.
     pub reg_panel_columns_rolled: bool,
 }
 

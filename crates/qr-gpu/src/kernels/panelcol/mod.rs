@@ -28,11 +28,15 @@ pub(crate) fn valid_rows(r: u32) -> bool {
 }
 
 /// Warps of a block for a panel of `rows` rows at `r` rows per lane of
-/// warps 1 and up (warp 0 holds the first 32), rounded up to an even count
-/// for the fold (which maps its W pass onto groups of 64 threads): `None`
-/// past 32 warps.
-pub(crate) fn warps_for_rows(rows: usize, r: u32, fold: bool) -> Option<usize> {
-    let warps = 1 + rows.saturating_sub(NB).div_ceil(r.max(1) as usize);
+/// warps 1 and up (warp 0 holds the first 32; with `rolled` every warp
+/// holds max(r, 32)), rounded up to an even count for the fold (which maps
+/// its W pass onto groups of 64 threads): `None` past 32 warps.
+pub(crate) fn warps_for_rows(rows: usize, r: u32, fold: bool, rolled: bool) -> Option<usize> {
+    let warps = if rolled {
+        rows.max(1).div_ceil(r.max(NB as u32) as usize)
+    } else {
+        1 + rows.saturating_sub(NB).div_ceil(r.max(1) as usize)
+    };
     let warps = if fold {
         warps.next_multiple_of(2)
     } else {
@@ -46,13 +50,14 @@ pub(crate) fn warps_for_rows(rows: usize, r: u32, fold: bool) -> Option<usize> {
 /// registers at 64 rows, 168 at 96).
 const OVERHEAD_REGS: usize = 64;
 
-/// Whether a panel of `rows` rows at `r` rows per lane fits the kernel:
+/// Whether a panel of `rows` rows at `r` rows per lane (`fold`, `rolled` as
+/// in `warps_for_rows`) fits the kernel:
 /// at most 32 warps, whose rows and overhead fit one SM's 64 Ki registers
 /// (NVRTC 13.5: 1024 rows at 32, 48 or 64 rows per lane spill 1.3 to 1.6
 /// KB a thread; at 96, 168 bytes).
-pub(crate) fn fits(rows: usize, r: u32, fold: bool) -> bool {
+pub(crate) fn fits(rows: usize, r: u32, fold: bool, rolled: bool) -> bool {
     valid_rows(r)
-        && warps_for_rows(rows, r, fold)
+        && warps_for_rows(rows, r, fold, rolled)
             .is_some_and(|w| w * 32 * (r.max(32) as usize + OVERHEAD_REGS) <= 65_536)
 }
 
@@ -87,7 +92,7 @@ pub(crate) fn launch(
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let rows = n - p;
-    let warps = warps_for_rows(rows, r, fold)
+    let warps = warps_for_rows(rows, r, fold, rolled)
         .filter(|_| valid_rows(r))
         .ok_or_else(|| QrError::Unsupported {
             message: format!(
@@ -136,7 +141,7 @@ pub(crate) fn launch(
     // fold's rows and scratch as qr_fold_apply expects); block (0, b)
     // touches only matrix mat0 + b, which lies in the batch (mats is at most
     // the grid's y limit, as the caller splits launches), and its warps hold
-    // 32 + (warps - 1) * r >= n - p rows (warps_for_rows).
+    // at least n - p rows (warps_for_rows).
     unsafe { b.launch(cfg) }.ctx("launching panelcol_factor_f32")?;
     Ok(())
 }
@@ -147,26 +152,37 @@ mod tests {
 
     #[test]
     fn blocks_hold_their_rows_in_at_most_32_warps() {
-        assert_eq!(warps_for_rows(512, 64, false), Some(9));
-        assert_eq!(warps_for_rows(512, 64, true), Some(10));
-        assert_eq!(warps_for_rows(480, 64, false), Some(8));
-        assert_eq!(warps_for_rows(32, 64, false), Some(1));
-        assert_eq!(warps_for_rows(32, 64, true), Some(2));
-        assert_eq!(warps_for_rows(1, 32, false), Some(1));
-        assert_eq!(warps_for_rows(1024, 32, false), Some(32));
-        assert_eq!(warps_for_rows(1025, 32, false), None);
+        assert_eq!(warps_for_rows(512, 64, false, false), Some(9));
+        assert_eq!(warps_for_rows(512, 64, true, false), Some(10));
+        assert_eq!(warps_for_rows(480, 64, false, false), Some(8));
+        assert_eq!(warps_for_rows(32, 64, false, false), Some(1));
+        assert_eq!(warps_for_rows(32, 64, true, false), Some(2));
+        assert_eq!(warps_for_rows(1, 32, false, false), Some(1));
+        assert_eq!(warps_for_rows(1024, 32, false, false), Some(32));
+        assert_eq!(warps_for_rows(1025, 32, false, false), None);
+        assert_eq!(warps_for_rows(512, 64, false, true), Some(8));
+        assert_eq!(warps_for_rows(512, 4, false, true), Some(16));
         for rows in 1..=1024usize {
             for r in [4u32, 32, 44, 64] {
                 for fold in [false, true] {
-                    if let Some(wp) = warps_for_rows(rows, r, fold) {
-                        assert!(NB + (wp - 1) * r as usize >= rows && wp <= MAX_WARPS);
-                        assert!(!fold || wp % 2 == 0);
+                    for rolled in [false, true] {
+                        if let Some(wp) = warps_for_rows(rows, r, fold, rolled) {
+                            let held = if rolled {
+                                wp * r.max(32) as usize
+                            } else {
+                                NB + (wp - 1) * r as usize
+                            };
+                            assert!(held >= rows && wp <= MAX_WARPS);
+                            assert!(!fold || wp % 2 == 0);
+                        }
                     }
                 }
             }
         }
         assert!(valid_rows(64) && !valid_rows(0) && !valid_rows(30));
-        assert!(fits(512, 64, false) && fits(512, 32, false) && fits(1024, 96, false));
-        assert!(!fits(1024, 64, false) && !fits(1024, 32, false) && !fits(512, 30, false));
+        assert!(fits(512, 64, false, false) && fits(512, 32, false, false));
+        assert!(fits(1024, 96, false, false) && fits(512, 64, false, true));
+        assert!(!fits(1024, 64, false, false) && !fits(1024, 32, false, false));
+        assert!(!fits(512, 30, false, false));
     }
 }

@@ -7,7 +7,9 @@
 // rows the reflectors' pivots lie in; its step loop is unrolled, so that
 // every row index is a register, and short, so that its code stays small),
 // warp q >= 1 the PCOL_R rows from 32 + (q - 1) * PCOL_R (a rolled loop).
-// The launcher picks PCOL_WARPS so that the rows fit.
+// With PCOL_TOP_ROLLED warp 0's loop is rolled too and every warp holds
+// PCOL_ZR = max(PCOL_R, 32) rows, warp q those from q * PCOL_ZR. The
+// launcher picks PCOL_WARPS so that the rows fit.
 //
 // Why: the row-per-thread register panel (panelreg.cu) sums each column's
 // products over a warp's rows with a transposing butterfly (31 shuffles,
@@ -94,8 +96,8 @@ __device__ __forceinline__ void pcol_x4(const float* xb, int q, float (&xv)[4]) 
     xv[0] = x4.x, xv[1] = x4.y, xv[2] = x4.z, xv[3] = x4.w;
 }
 
-// Step r of one warp: NK rows in registers, TOP for warp 0 (rows 0 to 31,
-// so the pivot row r lies among them), else rows below every pivot. Warp
+// Step r of one warp: NK rows in registers, TOP for warp 0 (rows from 0,
+// so the pivot row r lies among its first 32), else rows below every pivot. Warp
 // 0's caller unrolls the steps, so that every row index is a register; with
 // PCOL_TOP_ROLLED it does not (about 16 K instructions of straight-line
 // code fewer, NVRTC 13.5), and a step masks the pivot column's rows at and
@@ -297,8 +299,11 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
         if (tid < w) tau[(long long)m * n + p + tid] = 0.0f;
         return;
     }
-    const int base = warp == 0 ? 0 : 32 + (warp - 1) * PCOL_R;
-    const int nk = warp == 0 ? 32 : PCOL_R;
+    // Warp 0 holds 32 rows when its steps unroll (its code stays short),
+    // PCOL_ZR like every warp when they are rolled.
+    constexpr int kTop = PCOL_TOP_ROLLED ? PCOL_ZR : 32;
+    const int base = warp == 0 ? 0 : kTop + (warp - 1) * PCOL_R;
+    const int nk = warp == 0 ? kTop : PCOL_R;
     // Where the rows come from: the source, or after the fold the dynamic
     // shared memory (leading dimension 32; fold is uniform).
     const float* rowsrc = sm;
@@ -345,7 +350,7 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
     float my_fs = 1.0f;
     bool my_fast = true;
     if (warp == 0)
-        pcol_steps<32, true>(z, sh, w, lane, warp, my_sc, my_fs, my_fast);
+        pcol_steps<kTop, true>(z, sh, w, lane, warp, my_sc, my_fs, my_fast);
     else
         pcol_steps<PCOL_R, false>(z, sh, w, lane, warp, my_sc, my_fs, my_fast);
     __syncthreads();  // gram and taus complete before larft
@@ -353,7 +358,7 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
     float* vm = vbuf + (long long)m * n * PCOL_NB;
     const bool bad =
         warp == 0
-            ? pcol_store<32>(z, hm, vm, n, 0, rows, w, lane, ex, my_sc, my_fs, my_fast)
+            ? pcol_store<kTop>(z, hm, vm, n, 0, rows, w, lane, ex, my_sc, my_fs, my_fast)
             : pcol_store<PCOL_R>(z, hm, vm, n, base, rows, w, lane, ex, my_sc, my_fs, my_fast);
     qr_mark_overflow(oflow, m, bad);
 
