@@ -1,13 +1,13 @@
 //! Launcher of the column-per-lane register panel of the `blocked` path
 //! (`Tuning::reg_panel_columns`: a block alone per matrix, no fold).
 
-use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::CudaStream;
 use qr_core::QrError;
 
+use super::KernelSource;
 use super::panel::{NB, PanelBuffers};
-use super::{KernelSource, grid_dim};
+use super::panelreg::{Geometry, launch_panel};
 use crate::engine::Engine;
-use crate::error::DriverContext;
 
 const FACTOR: &str = "panelcol_factor_f32";
 
@@ -108,42 +108,34 @@ pub(crate) fn launch(
     } else {
         0
     };
-    if bytes > 0 {
-        super::raise_dynamic_smem(&f, bytes, FACTOR)?;
-    }
-    let cfg = LaunchConfig {
-        grid_dim: (1, grid_dim(mats)?, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: bytes as u32,
+    let shape = Geometry {
+        n,
+        p,
+        w,
+        mat0,
+        mats,
+        groups: 1,
+        threads,
+        bytes,
     };
-    let (vprev, tprev) = prev.filter(|_| folds).unwrap_or((0, 0));
-    let fold_i = i32::from(folds);
-    let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
-    let mut b = stream.launch_builder(&f);
-    b.arg(&buf.h)
-        .arg(&buf.src)
-        .arg(&buf.zcol)
-        .arg(&buf.v)
-        .arg(&buf.t)
-        .arg(&buf.tau)
-        .arg(&n)
-        .arg(&p)
-        .arg(&w)
-        .arg(&m0)
-        .arg(&vprev)
-        .arg(&tprev)
-        .arg(&fold_i)
-        .arg(&buf.oflow);
     // SAFETY: the buffers are sized for the whole batch by the workspace
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
-    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are
-    // buffers of v's and t's sizes, and the dynamic shared memory holds the
-    // fold's rows and scratch as qr_fold_apply expects); block (0, b)
-    // touches only matrix mat0 + b, which lies in the batch (mats is at most
-    // the grid's y limit, as the caller splits launches), and its warps hold
-    // at least n - p rows (warps_for_rows).
-    unsafe { b.launch(cfg) }.ctx("launching panelcol_factor_f32")?;
-    Ok(())
+    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers
+    // of v's and t's sizes, and the dynamic shared memory holds the fold's
+    // rows and scratch as qr_fold_apply expects); block (0, b) touches only
+    // matrix mat0 + b, which lies in the batch (mats is at most the grid's
+    // y limit, as the caller splits launches), and its warps hold at least
+    // n - p rows (warps_for_rows).
+    unsafe {
+        launch_panel(
+            stream,
+            &f,
+            FACTOR,
+            &shape,
+            buf,
+            folds.then_some(prev).flatten(),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -2,7 +2,7 @@
 //! and `cluster` paths (`rows_per_thread` panel rows per thread, one block
 //! or one thread-block cluster per matrix).
 
-use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::panel::{NB, PanelBuffers};
@@ -205,18 +205,91 @@ pub(crate) fn launch(
     } else {
         0
     };
-    if bytes > 0 {
-        super::raise_dynamic_smem(&f, bytes, FACTOR)?;
+    let shape = Geometry {
+        n,
+        p,
+        w,
+        mat0,
+        mats,
+        groups,
+        threads,
+        bytes,
+    };
+    // SAFETY: the buffers are sized for the whole batch by the workspace
+    // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
+    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers
+    // of v's and t's sizes, and the dynamic shared memory holds the fold's
+    // rows and scratch as qr_fold_apply expects, or the warps' sum scratch
+    // as preg_smem_sum expects); blocks (g, b) touch only matrix mat0 + b,
+    // which lies in the batch (mats is at most the grid's y limit, as the
+    // caller splits launches), and each chunk fits its block (checked
+    // above). The kernel's compile-time cluster size equals the grid's x
+    // extent, so a cluster is one matrix.
+    unsafe {
+        launch_panel(
+            stream,
+            &f,
+            FACTOR,
+            &shape,
+            buf,
+            folds.then_some(prev).flatten(),
+        )
+    }
+}
+
+/// Where a register panel launch runs: the panel at column `p` (width `w`)
+/// of an order-`n` batch, matrices `mat0..mat0 + mats`, `groups` blocks of
+/// `threads` per matrix with `bytes` of dynamic shared memory.
+pub(crate) struct Geometry {
+    /// Matrix order.
+    pub n: usize,
+    /// The panel's first column.
+    pub p: usize,
+    /// The panel's width.
+    pub w: usize,
+    /// First matrix of the launch.
+    pub mat0: usize,
+    /// Matrices of the launch (the grid's y extent).
+    pub mats: usize,
+    /// Blocks per matrix (the grid's x extent: a cluster, or 1).
+    pub groups: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Dynamic shared memory per block.
+    pub bytes: usize,
+}
+
+/// Launches `f`, a register panel kernel with panelreg's and panelcol's
+/// arguments (`entry` names it), on `stream`: the buffers of `buf`, and
+/// with `fold` (the previous panel's V and T) a launch that folds.
+///
+/// # Safety
+///
+/// `buf` must hold the batch's buffers at the sizes the kernels read and
+/// write (panelreg's and panelcol's launchers), `shape` must describe
+/// matrices of that batch, blocks whose rows fit the kernel's compiled
+/// layout and the dynamic shared memory the kernel expects, and `fold`'s
+/// buffers must be of V's and T's sizes.
+pub(crate) unsafe fn launch_panel(
+    stream: &CudaStream,
+    f: &CudaFunction,
+    entry: &'static str,
+    shape: &Geometry,
+    buf: &PanelBuffers,
+    fold: Option<(u64, u64)>,
+) -> Result<(), QrError> {
+    if shape.bytes > 0 {
+        super::raise_dynamic_smem(f, shape.bytes, entry)?;
     }
     let cfg = LaunchConfig {
-        grid_dim: (groups, grid_dim(mats)?, 1),
-        block_dim: (threads, 1, 1),
-        shared_mem_bytes: bytes as u32,
+        grid_dim: (shape.groups, grid_dim(shape.mats)?, 1),
+        block_dim: (shape.threads, 1, 1),
+        shared_mem_bytes: shape.bytes as u32,
     };
-    let (vprev, tprev) = prev.filter(|_| folds).unwrap_or((0, 0));
-    let fold_i = i32::from(folds);
-    let (n, p, w, m0) = (n as i32, p as i32, w as i32, mat0 as i32);
-    let mut b = stream.launch_builder(&f);
+    let (vprev, tprev) = fold.unwrap_or((0, 0));
+    let fold_i = i32::from(fold.is_some());
+    let [n, p, w, m0] = [shape.n, shape.p, shape.w, shape.mat0].map(|x| x as i32);
+    let mut b = stream.launch_builder(f);
     b.arg(&buf.h)
         .arg(&buf.src)
         .arg(&buf.zcol)
@@ -231,17 +304,8 @@ pub(crate) fn launch(
         .arg(&tprev)
         .arg(&fold_i)
         .arg(&buf.oflow);
-    // SAFETY: the buffers are sized for the whole batch by the workspace
-    // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
-    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers of v's and t's
-    // sizes, and the dynamic shared memory holds the fold's rows and
-    // scratch as qr_fold_apply expects, or the warps' sum scratch as
-    // preg_smem_sum expects); blocks
-    // (g, b) touch only matrix mat0 + b, which lies in the batch (mats is at
-    // most the grid's y limit, as the caller splits launches), and each
-    // chunk fits its block (checked above). The kernel's compile-time
-    // cluster size equals the grid's x extent, so a cluster is one matrix.
-    unsafe { b.launch(cfg) }.ctx("launching panelreg_factor_f32")?;
+    // SAFETY: the caller's contract (above).
+    unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }
 
