@@ -159,6 +159,47 @@ __device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* t
     }
 }
 
+// The exponent that brings a largest magnitude `m` into [0.5, 1): the
+// power of two the kernels scale a matrix or panel by (0 for zero or
+// non-finite `m`: such a matrix is NaN-filled later, so it keeps scale 1).
+__device__ __forceinline__ int qr_scale_exponent(float m) {
+    int ex = 0;
+    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
+    return ex;
+}
+
+// The block's largest magnitude from each thread's `amax` (`wmax`: a slot
+// per warp, WARPS of them), in every thread.
+template <int WARPS>
+__device__ __forceinline__ float qr_block_max(float amax, float* wmax, int lane, int warp) {
+    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
+    if (lane == 0) wmax[warp] = amax;
+    __syncthreads();
+    float bmax = 0.0f;
+#pragma unroll
+    for (int q = 0; q < WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
+    return bmax;
+}
+
+// A 32-column panel's last step, by every thread of a block of THREADS:
+// T from the Gram columns in `gram` (larft_blocked) into tbuf (matrix m's
+// 32 x 32, zero outside the w x w upper triangle), the taus into tau (row
+// stride n, from column p), and tau's overflow mark (qr_mark_overflow).
+template <int THREADS>
+__device__ __forceinline__ void qr_panel_finish(double (*gram)[33], const float* taus,
+                                                float* __restrict__ tbuf, float* __restrict__ tau,
+                                                int* __restrict__ oflow, int m, int n, int p,
+                                                int w, int tid) {
+    larft_blocked<32, 33, THREADS>(gram, taus, w, tid);
+    for (int idx = tid; idx < 32 * 32; idx += THREADS) {
+        const int k = idx >> 5, c = idx & 31;
+        const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
+        tbuf[(long long)m * 32 * 32 + idx] = t;
+    }
+    if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
+    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(taus[tid & 31]));
+}
+
 // Sum of N float partials in double, pairwise in a fixed order: the same
 // bits in every thread, depth log2 N instead of a chain of N additions.
 template <int N>

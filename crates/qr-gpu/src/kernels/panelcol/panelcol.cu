@@ -333,16 +333,7 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
     }
     for (int idx = tid; idx < PCOL_NB * (PCOL_NB + 1); idx += PCOL_THREADS)
         (&sh.gram[0][0])[idx] = 0.0;
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (lane == 0) sh.wmax[warp] = amax;
-    __syncthreads();
-    float bmax = 0.0f;
-#pragma unroll
-    for (int q = 0; q < PCOL_WARPS; ++q) bmax = fmaxf(bmax, sh.wmax[q]);
-    // The power of two that brings the panel into [0.5, 1) (non-finite
-    // panels, NaN-filled later, keep scale 1).
-    int ex = 0;
-    if (bmax > 0.0f && bmax <= 3.40282347e38f) frexpf(bmax, &ex);
+    const int ex = qr_scale_exponent(qr_block_max<PCOL_WARPS>(amax, sh.wmax, lane, warp));
 #pragma unroll
     for (int k = 0; k < PCOL_ZR; ++k) z[k] = ldexpf(z[k], -ex);
 
@@ -362,12 +353,5 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
             : pcol_store<PCOL_R>(z, hm, vm, n, base, rows, w, lane, ex, my_sc, my_fs, my_fast);
     qr_mark_overflow(oflow, m, bad);
 
-    larft_blocked<PCOL_NB, PCOL_NB + 1, PCOL_THREADS>(sh.gram, sh.taus, w, tid);
-    for (int idx = tid; idx < PCOL_NB * PCOL_NB; idx += PCOL_THREADS) {
-        const int k = idx >> 5, c = idx & 31;
-        const float t = (k < w && c < w && k <= c) ? (float)sh.gram[k][c] : 0.0f;
-        tbuf[(long long)m * PCOL_NB * PCOL_NB + idx] = t;
-    }
-    if (tid < w) tau[(long long)m * n + p + tid] = sh.taus[tid];
-    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(sh.taus[tid & (PCOL_NB - 1)]));
+    qr_panel_finish<PCOL_THREADS>(sh.gram, sh.taus, tbuf, tau, oflow, m, n, p, w, tid);
 }

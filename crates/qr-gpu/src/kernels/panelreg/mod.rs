@@ -8,7 +8,7 @@ use qr_core::QrError;
 use super::panel::{NB, PanelBuffers};
 use super::{KernelSource, grid_dim};
 use crate::engine::Engine;
-use crate::error::DriverContext;
+use crate::error::GpuError;
 
 const FACTOR: &str = "panelreg_factor_f32";
 
@@ -304,8 +304,12 @@ pub(crate) unsafe fn launch_panel(
         .arg(&tprev)
         .arg(&fold_i)
         .arg(&buf.oflow);
-    // SAFETY: the caller's contract (above).
-    unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
+    // SAFETY: the caller's contract (above). The context is formatted only
+    // on an error: a factorization launches a panel per 32 columns.
+    unsafe { b.launch(cfg) }.map_err(|error| GpuError::Driver {
+        context: format!("launching {entry}"),
+        error,
+    })?;
     Ok(())
 }
 

@@ -386,32 +386,11 @@ __device__ __forceinline__ float preg_reflector_f64(float alpha, double tr, doub
     return wc;
 }
 
-// preg_block_max, preg_store_row and preg_finish serve the halves kernel.
-// The whole-row kernel keeps its own copies of those steps: routed through
-// them, NVRTC 13.5 scheduled its cluster variant's prologue differently,
-// and the measured kernels stay byte-identical until a device run measures
-// such a change.
-
-// The block's largest magnitude from each thread's `amax` (`wmax`: a slot
-// per warp), in every thread.
-__device__ __forceinline__ float preg_block_max(float amax, float* wmax, int lane, int warp) {
-    for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    if (lane == 0) wmax[warp] = amax;
-    __syncthreads();
-    float bmax = 0.0f;
-#pragma unroll
-    for (int q = 0; q < PREG_WARPS; ++q) bmax = fmaxf(bmax, wmax[q]);
-    return bmax;
-}
-
-// The power of two that scales a panel of largest magnitude `bmax` into
-// [0.5, 1): its exponent. Non-finite panels (their matrix is NaN-filled
-// later) keep scale 1.
-__device__ __forceinline__ int preg_exponent(float bmax) {
-    int ex = 0;
-    if (bmax > 0.0f && bmax <= 3.40282347e38f) frexpf(bmax, &ex);
-    return ex;
-}
+// preg_store_row and prelude.cu's qr_block_max and qr_panel_finish serve
+// the halves kernel. The whole-row kernel keeps its own copies of those
+// steps: routed through them, NVRTC 13.5 scheduled its cluster variant's
+// prologue differently, and the measured kernels stay byte-identical until
+// a device run measures such a change.
 
 // Panel row `row` of NC columns from column `cb` (`x`, slot c = column
 // cb + c) into H (`hrow`, R back at the input's scale 2^ex) and into V
@@ -441,22 +420,6 @@ __device__ __forceinline__ void preg_store_row(const float (&x)[NC], float* hrow
         for (int c = 0; c < NC; ++c)
             if (cb + c < w) hrow[c] = hv[c];
     }
-}
-
-// The panel's T from the Gram columns (larft), into tbuf, and tau, with
-// tau's overflow mark: by every thread of the matrix's first block.
-__device__ __forceinline__ void preg_finish(double (*gram)[PREG_NB + 1], const float* taus,
-                                            float* __restrict__ tbuf, float* __restrict__ tau,
-                                            int* __restrict__ oflow, int m, int n, int p, int w,
-                                            int tid) {
-    larft_blocked<PREG_NB, PREG_NB + 1, PREG_THREADS>(gram, taus, w, tid);
-    for (int idx = tid; idx < PREG_NB * PREG_NB; idx += PREG_THREADS) {
-        const int k = idx >> 5, c = idx & 31;
-        const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
-        tbuf[(long long)m * PREG_NB * PREG_NB + idx] = t;
-    }
-    if (tid < w) tau[(long long)m * n + p + tid] = taus[tid];
-    qr_mark_overflow(oflow, m, tid < w && qr_nonfinite(taus[tid & (PREG_NB - 1)]));
 }
 
 #if !PREG_HALVES
@@ -571,7 +534,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
     for (int q = 0; q < PREG_CLUSTER; ++q) bmax = fmaxf(bmax, cluster_ld_f32(&mt.max, (u32)q));
 #endif
-    const int ex = preg_exponent(bmax);
+    const int ex = qr_scale_exponent(bmax);
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k)
 #pragma unroll
@@ -1035,7 +998,7 @@ extern "C" __global__ void __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
         if (tid < w) tau[(long long)m * n + p + tid] = 0.0f;
         return;
     }
-    const int ex = preg_exponent(preg_block_max(amax, wmax, lane, warp));
+    const int ex = qr_scale_exponent(qr_block_max<PREG_WARPS>(amax, wmax, lane, warp));
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k)
 #pragma unroll
@@ -1132,6 +1095,6 @@ extern "C" __global__ void __launch_bounds__(PREG_THREADS, PREG_MIN_BLOCKS)
                 vec, bad);
     }
     qr_mark_overflow(oflow, m, bad);
-    preg_finish(gram, taus, tbuf, tau, oflow, m, n, p, w, tid);
+    qr_panel_finish<PREG_THREADS>(gram, taus, tbuf, tau, oflow, m, n, p, w, tid);
 }
 #endif  // PREG_HALVES

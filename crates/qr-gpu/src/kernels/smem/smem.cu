@@ -92,14 +92,6 @@ __device__ float smem_block_max(float x, double* scratch) {
     return m;
 }
 
-// The exponent that brings a largest entry `m` into [0.5, 1) (0 for zero
-// or non-finite `m`).
-__device__ int smem_exponent(float m) {
-    int ex = 0;
-    if (m > 0.0f && m <= 3.40282347e38f) frexpf(m, &ex);
-    return ex;
-}
-
 // Loads matrix blockIdx.x into s (leading dimension lda) scaled by 2^-ex,
 // the power of two that brings its largest entry into [0.5, 1). A matrix
 // holding a NaN or an infinity is flagged (info 1) and NaN-filled instead
@@ -121,7 +113,7 @@ __device__ bool smem_load_scaled(const float* am, float* hm, float* taum, int* i
         if (!corner) smem_nan_fill(hm, taum, info, n, 1);
         return false;
     }
-    ex = smem_exponent(smem_block_max(amax, scratch));
+    ex = qr_scale_exponent(smem_block_max(amax, scratch));
     for (int idx = tid; idx < n * n; idx += nt) {
         float* e = s + (idx / n) * lda + idx % n;
         *e = ldexpf(*e, -ex);
@@ -496,7 +488,7 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
         if (!corner) smem_nan_fill(hm, taum, info, n, 1);
         return;
     }
-    const int ex = smem_exponent(smem_block_max(amax, scratch));
+    const int ex = qr_scale_exponent(smem_block_max(amax, scratch));
     for (int i = tid; i < 8 * np; i += blockDim.x) s[i] = 0.0f;
     __syncthreads();
 #pragma unroll
@@ -657,7 +649,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) smem_warp_f32(const float* _
         return;
     }
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
-    const int ex = smem_exponent(amax);
+    const int ex = qr_scale_exponent(amax);
 #pragma unroll
     for (int r = 0; r < 32; ++r) z[r] = ldexpf(z[r], -ex);
 
