@@ -1,9 +1,10 @@
 """Checks the register panels of a block alone per matrix under the host
 emulator: panelreg_factor_f32 in every variant the planner can ask a block
 alone for, and panelcol_factor_f32 (a column per lane), each also folding
-the previous panel's update into its own columns:
+the previous panel's update into its own columns, and panelmma_factor_f32
+(leaves of 8 columns, tensor-core updates between them):
 
-    python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelcol]
+    python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelcol|panelmma]
 
 Per variant and panel (orders and panel columns around the row limits):
 the panel's factorization against its input (scaled residual <= 5 and
@@ -135,7 +136,7 @@ def inputs(rng, b, n, p, zc):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["panelreg", "panelcol"])
+    ap.add_argument("--only", choices=["panelreg", "panelcol", "panelmma"])
     args = ap.parse_args()
     # (max threads, min threads, rows per thread) of the plans of a block
     # alone: 640 x 512 (256, 2), 40 x 352 (512 from 256, 1).
@@ -168,9 +169,24 @@ def main():
         return raw
 
     with tempfile.TemporaryDirectory() as d:
+        # panelmma: 4 or 8 groups of 8 rows a warp, as many warps as the
+        # rows need (panelmma::warps_for_rows).
+        for grp in ([4, 8] if args.only in (None, "panelmma") else []):
+            # Narrow panels too: leaves cut short by w (w < 32 with rows > w).
+            for n, p, w in panels + [(120, 76, 20), (64, 40, 12)]:
+                warps = -(-max(n - p, 1) // (8 * grp))
+                if warps > 16:
+                    continue
+                defs = [f"-DPMMA_WARPS={warps}", f"-DPMMA_G={grp}"]
+                binary = os.path.join(d, f"pmma_{warps}_{grp}")
+                if not os.path.exists(binary):
+                    cudasim.build("panelmma", os.path.join(cudasim.HERE, "panel_harness.cpp"),
+                                  binary, defs)
+                check_run(binary, 32 * warps, n, p, w,
+                          f"panelmma {warps} warps x {8 * grp} rows n {n} p {p} w {w}")
         # (rows per lane, warp 0 rolled): every layout unrolled, two rolled.
         layouts = [(r, 0) for r in (32, 64, 72, 96)] + [(32, 1), (64, 1), (96, 1)]
-        for r, rolled in ([] if args.only == "panelreg" else layouts):
+        for r, rolled in ([] if args.only in ("panelreg", "panelmma") else layouts):
             for n, p, w in panels:
                 warps = pcol_warps(n - p, r, rolled)
                 defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0",
@@ -189,7 +205,7 @@ def main():
         if args.quick:
             folds = folds[:1]
         fold_kernels = []
-        if args.only != "panelreg":
+        if args.only in (None, "panelcol"):
             for r, rolled in ((32, 0), (64, 0), (32, 1)):
                 for n, P in folds:
                     warps = pcol_warps(n - P + 32, r, rolled)
@@ -199,7 +215,7 @@ def main():
                                                       f"-DPCOL_TOP_ROLLED={rolled}"],
                                          32 * warps, n, P,
                                          f"panelcol fold {warps} warps x {r} rolled {rolled}"))
-        if args.only != "panelcol":
+        if args.only in (None, "panelreg"):
             for n, P in folds:
                 threads = threads_for_rows(n - P + 32, 1, 256, 512)
                 fold_kernels.append(("panelreg", [f"-DPREG_THREADS={threads}", "-DPREG_RPT=1",
@@ -231,7 +247,7 @@ def main():
                                          f"{tag} #{m} second panel"))
                 worst = (max(worst[0], sfr), max(worst[1], orth))
             print(f"{tag}: checked", flush=True)
-        for max_t, min_t, rpt in ([] if args.only == "panelcol" else shapes):
+        for max_t, min_t, rpt in (shapes if args.only in (None, "panelreg") else []):
             plain = {}
             for halves, smem_sum, unroll in variants:
                 if halves and rpt != 1:
