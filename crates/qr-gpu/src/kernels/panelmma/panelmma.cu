@@ -3,11 +3,15 @@
 //
 // One launch factors the 32-column panel at column p of every matrix: one
 // block of PMMA_WARPS warps per matrix, warp q holding the panel rows
-// q * PM_R .. q * PM_R + PM_R - 1 (PM_R = 8 * PMMA_G) in registers, in the
-// layout of an mma.sync.m16n8k8 operand: lane (g = lane / 4, t = lane % 4)
-// holds, of every group k of 8 rows and every block j of 8 columns, rows
-// 2t and 2t + 1 of column 8j + g (a[k][j][0..1]). Warp 0 holds the first 32
-// rows, where every pivot lies (PMMA_G >= 4).
+// q * PM_R .. q * PM_R + PM_R - 1 (PM_R = 8 * PMMA_G) in the layout of an
+// mma.sync.m16n8k8 operand: lane (g = lane / 4, t = lane % 4) holds, of
+// every group k of 8 rows and every block j of 8 columns, rows 2t and
+// 2t + 1 of column 8j + g. The current leaf's block lies in registers
+// (z[k][0..1]), the other three in the lane's own slots of the dynamic
+// shared memory (slot q: block q + 1 until leaf q ends, then leaf q's V and
+// R), so a thread holds 2 * PMMA_G panel values in registers and three
+// blocks of 256 threads share an SM. Warp 0 holds the first 32 rows, where
+// every pivot lies (PMMA_G >= 4).
 //
 // Why: the row panel (panelreg.cu) spends about 450 instructions a thread
 // per reflector at 256 x 2 (Session 18), because every reflector reads and
@@ -63,11 +67,13 @@
 #define PM_R (8 * PMMA_G)
 #define PM_THREADS (PMMA_WARPS * 32)
 #define PM_TINY 8.673617379884035e-19
-// Blocks per SM the register budget allows: the rows (8 * PMMA_G) and about
-// 64 more, at most 4.
-#define PM_REGS (8 * PMMA_G + 64)
+// Blocks per SM the register budget allows: the leaf's rows and their pivot
+// values (4 * PMMA_G) and about 48 more, at most 4.
+#define PM_REGS (4 * PMMA_G + 48)
 #define PM_FIT (65536 / (PM_THREADS * PM_REGS))
 #define PM_MIN_BLOCKS (PM_FIT < 1 ? 1 : (PM_FIT > 4 ? 4 : PM_FIT))
+// A lane's slot entry: rows 2t, 2t + 1 of one column of one group.
+#define PM_SLOT(dyn, warp, q, k, lane) ((dyn)[(((warp) * 3 + (q)) * PMMA_G + (k)) * 32 + (lane)])
 
 // What one block shares.
 struct PmShared {
@@ -104,11 +110,14 @@ __device__ __forceinline__ float pm_float(unsigned u) {
 #endif
 }
 
-// x = hi + lo, both tf32 (rounded to nearest, ties away: trailing_tc.cu's
-// tc_tf32), so that hi * hi + hi * lo + lo * hi carries float32's product.
+// x = hi + lo: hi tf32 (rounded to nearest, ties away: trailing_tc.cu's
+// tc_tf32), lo the exact rest, which the tensor cores read truncated to its
+// top 19 bits (trailing_tc.cu's TC_LO_RZ, on by default there: its dropped
+// bits lie below 2^-21 of x), so that hi * hi + hi * lo + lo * hi carries
+// float32's product. Three instructions a value.
 __device__ __forceinline__ void pm_split(float x, unsigned& hi, unsigned& lo) {
     hi = (pm_bits(x) + 0x1000u) & 0xffffe000u;
-    lo = (pm_bits(x - pm_float(hi)) + 0x1000u) & 0xffffe000u;
+    lo = pm_bits(x - pm_float(hi));
 }
 
 __device__ __forceinline__ void pm_mma(float (&d)[4], const unsigned (&a)[4],
@@ -135,19 +144,6 @@ __device__ __forceinline__ void pm_mma3(float (&d)[4], const float (&a)[4], cons
     pm_mma(d, ahi, bhi);
 }
 
-// `x` as a value the compiler cannot trace: the stores' addresses are then
-// not the loads' (common subexpressions it would keep live, 64-bit, through
-// the whole factorization: 128 registers with no step in between, NVRTC 13.5).
-__device__ __forceinline__ int pm_opaque(int x) {
-#ifdef CUDASIM
-    return x;
-#else
-    int y;
-    asm volatile("mov.b32 %0, %1;" : "=r"(y) : "r"(x));
-    return y;
-#endif
-}
-
 // The other column blocks of leaf L (every block but L, in order) and
 // their pairs of the 16-row mma tiles: block OTHER(L, q), q = 0, 1, 2.
 #define PM_OTHER(L, q) ((q) < (L) ? (q) : (q) + 1)
@@ -158,11 +154,12 @@ __device__ __forceinline__ float pm_v(float x, int row, int col, int w) {
     return col >= w ? 0.0f : (row > col ? x : (row == col ? 1.0f : 0.0f));
 }
 
-// The leaf L's 8 reflectors (steps 8L .. 8L + 7, those below w).
+// The leaf L's 8 reflectors (steps 8L .. 8L + 7, those below w) on its
+// block `z`.
 template <int L>
-__device__ __forceinline__ void pm_leaf_steps(float (&a)[PMMA_G][4][2], PmShared& sh, int w,
-                                              int rbase, int lane, int warp, float& lfs,
-                                              double& lsc, bool& lfast) {
+__device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& sh, int w,
+                                              int lane, int warp, float& lfs, double& lsc,
+                                              bool& lfast) {
     const int g = lane >> 2, t = lane & 3;
     const bool top = warp == 0;
     const int steps = min(8, w - 8 * L);
@@ -176,7 +173,7 @@ __device__ __forceinline__ void pm_leaf_steps(float (&a)[PMMA_G][4][2], PmShared
         for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
             for (int s = 0; s < 2; ++s) {
-                const float v = __shfl_sync(0xffffffffu, a[k][L][s], i * 4 + t);
+                const float v = __shfl_sync(0xffffffffu, z[k][s], i * 4 + t);
                 const bool above = top && (k < L || (k == L && 2 * t + s <= i));
                 x[k][s] = above ? 0.0f : v;
             }
@@ -186,13 +183,14 @@ __device__ __forceinline__ void pm_leaf_steps(float (&a)[PMMA_G][4][2], PmShared
 #pragma unroll
         for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
-            for (int s = 0; s < 2; ++s) s4[(k & 1) * 2 + s] = fmaf(x[k][s], a[k][L][s], s4[(k & 1) * 2 + s]);
+            for (int s = 0; s < 2; ++s)
+                s4[(k & 1) * 2 + s] = fmaf(x[k][s], z[k][s], s4[(k & 1) * 2 + s]);
         float d = (s4[0] + s4[1]) + (s4[2] + s4[3]);
         d += __shfl_xor_sync(0xffffffffu, d, 1);
         d += __shfl_xor_sync(0xffffffffu, d, 2);
         if (t == 0) sh.red[par][warp][g] = d;
         // Row r (group L of warp 0, row 2t + s = i).
-        const float zr = (i & 1) ? a[L][L][1] : a[L][L][0];
+        const float zr = (i & 1) ? z[L][1] : z[L][0];
         if (top && t == (i >> 1)) sh.rowv[par][g] = zr;
         __syncthreads();
         // 3. The block's sums and reflector r, in every lane.
@@ -221,7 +219,7 @@ __device__ __forceinline__ void pm_leaf_steps(float (&a)[PMMA_G][4][2], PmShared
 #pragma unroll
             for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
-                for (int s = 0; s < 2; ++s) d2[s] = fma((double)x[k][s], (double)a[k][L][s], d2[s]);
+                for (int s = 0; s < 2; ++s) d2[s] = fma((double)x[k][s], (double)z[k][s], d2[s]);
             double dd = d2[0] + d2[1];
             dd += __shfl_xor_sync(0xffffffffu, dd, 1);
             dd += __shfl_xor_sync(0xffffffffu, dd, 2);
@@ -257,9 +255,9 @@ __device__ __forceinline__ void pm_leaf_steps(float (&a)[PMMA_G][4][2], PmShared
         if (top && t == (i >> 1)) {
             const float zn = g == i ? beta : zr - wc;
             if (i & 1)
-                a[L][L][1] = zn;
+                z[L][1] = zn;
             else
-                a[L][L][0] = zn;
+                z[L][0] = zn;
         }
         if (tau_r != 0.0f) {  // uniform
             if (fast) {
@@ -267,45 +265,101 @@ __device__ __forceinline__ void pm_leaf_steps(float (&a)[PMMA_G][4][2], PmShared
 #pragma unroll
                 for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
-                    for (int s = 0; s < 2; ++s) a[k][L][s] = fmaf(-x[k][s], c, a[k][L][s]);
+                    for (int s = 0; s < 2; ++s) z[k][s] = fmaf(-x[k][s], c, z[k][s]);
             } else {
 #pragma unroll
                 for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
                     for (int s = 0; s < 2; ++s) {
                         const float v = (float)((double)x[k][s] * sc);
-                        a[k][L][s] = fmaf(-v, wc, a[k][L][s]);
+                        z[k][s] = fmaf(-v, wc, z[k][s]);
                     }
             }
         }
     }
-    (void)rbase;
 }
 
+// A_R -= V_L W2, transposed: A_R^T (a tile of 16 columns by 8 rows) -=
+// W2^T V_L^T, the tile's accumulators the lane's own slot entries (block
+// j in slot j - 1). The right blocks pair up: (L+1, L+2) and L+3, or L+1
+// alone.
 template <int L>
-__device__ __forceinline__ void pm_leaf_update(float (&a)[PMMA_G][4][2], const PmShared& sh,
-                                               int w, int rbase, int lane);
+__device__ __forceinline__ void pm_leaf_update(const float (&z)[PMMA_G][2], const PmShared& sh,
+                                               float2* dyn, int w, int rbase, int lane,
+                                               int warp) {
+    const int g = lane >> 2, t = lane & 3;
+    constexpr int NT = (3 - L + 1) / 2;
+    float wa[NT][4];
+#pragma unroll
+    for (int mt = 0; mt < NT; ++mt) {
+        const int j0 = L + 1 + 2 * mt, j1 = j0 + 1;
+        wa[mt][0] = -sh.w2[t][8 * j0 + g];
+        wa[mt][2] = -sh.w2[t + 4][8 * j0 + g];
+        wa[mt][1] = j1 <= 3 ? -sh.w2[t][8 * j1 + g] : 0.0f;
+        wa[mt][3] = j1 <= 3 ? -sh.w2[t + 4][8 * j1 + g] : 0.0f;
+    }
+#pragma unroll
+    for (int k = 0; k < PMMA_G; ++k) {
+        // V_L^T's B operand: row g of the group, leaf columns t and t + 4,
+        // from the lanes holding them (column t: lane t * 4 + g / 2, row
+        // slot g & 1).
+        const int s0 = t * 4 + (g >> 1), s1 = (t + 4) * 4 + (g >> 1);
+        const float p0 = __shfl_sync(0xffffffffu, z[k][0], s0);
+        const float p1 = __shfl_sync(0xffffffffu, z[k][1], s0);
+        const float q0 = __shfl_sync(0xffffffffu, z[k][0], s1);
+        const float q1 = __shfl_sync(0xffffffffu, z[k][1], s1);
+        const int row = rbase + 8 * k + g;
+        const float b[2] = {pm_v((g & 1) ? p1 : p0, row, 8 * L + t, w),
+                            pm_v((g & 1) ? q1 : q0, row, 8 * L + t + 4, w)};
+#pragma unroll
+        for (int mt = 0; mt < NT; ++mt) {
+            const int j0 = L + 1 + 2 * mt, j1 = j0 + 1;
+            float2& e0 = PM_SLOT(dyn, warp, j0 - 1, k, lane);
+            if (j1 <= 3) {
+                float2& e1 = PM_SLOT(dyn, warp, j1 - 1, k, lane);
+                float d[4] = {e0.x, e0.y, e1.x, e1.y};
+                pm_mma3(d, wa[mt], b);
+                e0 = make_float2(d[0], d[1]);
+                e1 = make_float2(d[2], d[3]);
+            } else {
+                float d[4] = {e0.x, e0.y, 0.0f, 0.0f};
+                pm_mma3(d, wa[mt], b);
+                e0 = make_float2(d[0], d[1]);
+            }
+        }
+    }
+}
 
-// The end of leaf L: X = O^T V_L over the block (O: the other column
-// blocks, V of the earlier leaves and A of the later ones), the earlier
-// blocks' rows of X into the Gram matrix, W2 = T_L^T W for the later ones,
-// and A_R -= V_L W2. Holds block barriers: every thread calls it.
+// The end of leaf L: its block turns into V below the diagonal; X = O^T
+// V_L over the block (O: the other column blocks, V of the earlier leaves
+// and A of the later ones); the earlier blocks' rows of X into the Gram
+// matrix, W2 = T_L^T W for the later ones, and A_R -= V_L W2; then the next
+// leaf's block moves into the registers and this leaf's into its slot.
+// Holds block barriers: every thread calls it.
 template <int L>
-__device__ __forceinline__ void pm_leaf_end(float (&a)[PMMA_G][4][2], PmShared& sh, int w,
-                                            int rbase, int lane, int warp, int tid, float lfs,
-                                            double lsc, bool lfast) {
+__device__ __forceinline__ void pm_leaf_end(float (&z)[PMMA_G][2], PmShared& sh, float2* dyn,
+                                            int w, int rbase, int lane, int warp, int tid,
+                                            float lfs, double lsc, bool lfast) {
     const int g = lane >> 2, t = lane & 3;
     const int col = 8 * L + g;
     // The leaf's columns become V below the diagonal (x times the column's
     // scale; tau = 0 left scale 1), as H stores them; R stays above.
+    if (__all_sync(0xffffffffu, lfast)) {  // a float scale in every lane: the usual case
 #pragma unroll
-    for (int k = 0; k < PMMA_G; ++k)
+        for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
-        for (int s = 0; s < 2; ++s) {
-            const float x = a[k][L][s];
-            const float v = lfast ? x * lfs : (float)((double)x * lsc);
-            a[k][L][s] = rbase + 8 * k + 2 * t + s > col ? v : x;
-        }
+            for (int s = 0; s < 2; ++s)
+                if (rbase + 8 * k + 2 * t + s > col) z[k][s] *= lfs;
+    } else {
+#pragma unroll
+        for (int k = 0; k < PMMA_G; ++k)
+#pragma unroll
+            for (int s = 0; s < 2; ++s) {
+                const float x = z[k][s];
+                const float v = lfast ? x * lfs : (float)((double)x * lsc);
+                z[k][s] = rbase + 8 * k + 2 * t + s > col ? v : x;
+            }
+    }
     // X^T tiles: tile 0 the other blocks 0 and 1, tile 1 block 2 (and a
     // zero half).
     float acc[2][4];
@@ -316,14 +370,15 @@ __device__ __forceinline__ void pm_leaf_end(float (&a)[PMMA_G][4][2], PmShared& 
 #pragma unroll
     for (int k = 0; k < PMMA_G; ++k) {
         const int row = rbase + 8 * k + 2 * t;
-        const float b[2] = {pm_v(a[k][L][0], row, col, w), pm_v(a[k][L][1], row + 1, col, w)};
+        const float b[2] = {pm_v(z[k][0], row, col, w), pm_v(z[k][1], row + 1, col, w)};
         float o[3][2];
 #pragma unroll
         for (int q = 0; q < 3; ++q) {
             const int j = PM_OTHER(L, q);
-#pragma unroll
-            for (int s = 0; s < 2; ++s)
-                o[q][s] = j < L ? pm_v(a[k][j][s], row + s, 8 * j + g, w) : a[k][j][s];
+            // Block j < L: V_j in slot j; j > L: A_j in slot j - 1.
+            const float2 e = PM_SLOT(dyn, warp, j < L ? j : j - 1, k, lane);
+            o[q][0] = j < L ? pm_v(e.x, row, 8 * j + g, w) : e.x;
+            o[q][1] = j < L ? pm_v(e.y, row + 1, 8 * j + g, w) : e.y;
         }
         const float a0[4] = {o[0][0], o[1][0], o[0][1], o[1][1]};
         const float a1[4] = {o[2][0], 0.0f, o[2][1], 0.0f};
@@ -383,69 +438,32 @@ __device__ __forceinline__ void pm_leaf_end(float (&a)[PMMA_G][4][2], PmShared& 
             sh.w2[l][pc] = y;
     }
     if constexpr (L < 3) {
-        if (8 * (L + 1) < w) {  // columns right of this leaf to update (uniform)
+        if (8 * (L + 1) < w) {  // a next leaf (uniform)
             __syncthreads();
-            pm_leaf_update<L>(a, sh, w, rbase, lane);
-        }
-    }
-}
-
-// A_R -= V_L W2, transposed: A_R^T (a tile of 16 columns by 8 rows) -=
-// W2^T V_L^T, the tile's accumulators this lane's own registers. The right
-// blocks pair up: (L+1, L+2) and L+3, or L+1 alone.
-template <int L>
-__device__ __forceinline__ void pm_leaf_update(float (&a)[PMMA_G][4][2], const PmShared& sh,
-                                               int w, int rbase, int lane) {
-    const int g = lane >> 2, t = lane & 3;
-    constexpr int NR = 3 - L;
-    constexpr int NT = (NR + 1) / 2;
-    float wa[NT][4];
+            pm_leaf_update<L>(z, sh, dyn, w, rbase, lane, warp);
+            // Block L + 1 (slot L) into the registers, this leaf's V and R
+            // into its slot.
 #pragma unroll
-    for (int mt = 0; mt < NT; ++mt) {
-        const int j0 = L + 1 + 2 * mt, j1 = j0 + 1;
-        wa[mt][0] = -sh.w2[t][8 * j0 + g];
-        wa[mt][2] = -sh.w2[t + 4][8 * j0 + g];
-        wa[mt][1] = j1 <= 3 ? -sh.w2[t][8 * j1 + g] : 0.0f;
-        wa[mt][3] = j1 <= 3 ? -sh.w2[t + 4][8 * j1 + g] : 0.0f;
-    }
-#pragma unroll
-    for (int k = 0; k < PMMA_G; ++k) {
-        // V_L^T's B operand: row g of the group, leaf columns t and t + 4,
-        // from the lanes holding them (column t: lane t * 4 + g / 2, row
-        // slot g & 1).
-        const int s0 = t * 4 + (g >> 1), s1 = (t + 4) * 4 + (g >> 1);
-        const float p0 = __shfl_sync(0xffffffffu, a[k][L][0], s0);
-        const float p1 = __shfl_sync(0xffffffffu, a[k][L][1], s0);
-        const float q0 = __shfl_sync(0xffffffffu, a[k][L][0], s1);
-        const float q1 = __shfl_sync(0xffffffffu, a[k][L][1], s1);
-        const int row = rbase + 8 * k + g;
-        const float b[2] = {pm_v((g & 1) ? p1 : p0, row, 8 * L + t, w),
-                            pm_v((g & 1) ? q1 : q0, row, 8 * L + t + 4, w)};
-#pragma unroll
-        for (int mt = 0; mt < NT; ++mt) {
-            const int j0 = L + 1 + 2 * mt, j1 = j0 + 1;
-            if (j1 <= 3) {
-                float d[4] = {a[k][j0][0], a[k][j0][1], a[k][j1][0], a[k][j1][1]};
-                pm_mma3(d, wa[mt], b);
-                a[k][j0][0] = d[0], a[k][j0][1] = d[1], a[k][j1][0] = d[2], a[k][j1][1] = d[3];
-            } else {
-                float d[4] = {a[k][j0][0], a[k][j0][1], 0.0f, 0.0f};
-                pm_mma3(d, wa[mt], b);
-                a[k][j0][0] = d[0], a[k][j0][1] = d[1];
+            for (int k = 0; k < PMMA_G; ++k) {
+                float2& e = PM_SLOT(dyn, warp, L, k, lane);
+                const float2 nx = e;
+                e = make_float2(z[k][0], z[k][1]);
+                z[k][0] = nx.x;
+                z[k][1] = nx.y;
             }
         }
     }
 }
 
 template <int L>
-__device__ __forceinline__ void pm_leaf(float (&a)[PMMA_G][4][2], PmShared& sh, int w, int rbase,
-                                        int lane, int warp, int tid) {
+__device__ __forceinline__ void pm_leaf(float (&z)[PMMA_G][2], PmShared& sh, float2* dyn, int w,
+                                        int rbase, int lane, int warp, int tid) {
     if (8 * L >= w) return;  // uniform
     float lfs = 1.0f;
     double lsc = 1.0;
     bool lfast = true;
-    pm_leaf_steps<L>(a, sh, w, rbase, lane, warp, lfs, lsc, lfast);
-    pm_leaf_end<L>(a, sh, w, rbase, lane, warp, tid, lfs, lsc, lfast);
+    pm_leaf_steps<L>(z, sh, w, lane, warp, lfs, lsc, lfast);
+    pm_leaf_end<L>(z, sh, dyn, w, rbase, lane, warp, tid, lfs, lsc, lfast);
 }
 
 extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
@@ -456,6 +474,7 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
                         int fold, int* __restrict__ oflow) {
     (void)vprev, (void)tprev, (void)fold;
     __shared__ __align__(16) PmShared sh;
+    extern __shared__ __align__(16) float2 pmdyn[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int m = mat0 + blockIdx.y;
@@ -469,56 +488,73 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
         return;
     }
     const int rbase = warp * PM_R;
-    float a[PMMA_G][4][2];
+    // Block 0 into the registers, blocks 1 .. 3 into slots 0 .. 2.
+    float z[PMMA_G][2];
     float amax = 0.0f;
 #pragma unroll
-    for (int k = 0; k < PMMA_G; ++k)
+    for (int j = 0; j < 4; ++j)
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
+        for (int k = 0; k < PMMA_G; ++k) {
+            float e[2];
 #pragma unroll
             for (int s = 0; s < 2; ++s) {
                 const int i = rbase + 8 * k + 2 * t + s, c = 8 * j + g;
-                a[k][j][s] = i < rows && c < w ? sm[(long long)i * n + c] : 0.0f;
-                amax = fmaxf(amax, fabsf(a[k][j][s]));
+                e[s] = i < rows && c < w ? sm[(long long)i * n + c] : 0.0f;
+                amax = fmaxf(amax, fabsf(e[s]));
             }
+            if (j == 0) {
+                z[k][0] = e[0];
+                z[k][1] = e[1];
+            } else {
+                PM_SLOT(pmdyn, warp, j - 1, k, lane) = make_float2(e[0], e[1]);
+            }
+        }
     for (int idx = tid; idx < PM_NB * (PM_NB + 1); idx += PM_THREADS) (&sh.gram[0][0])[idx] = 0.0;
     if (tid < PM_NB) sh.taus[tid] = 0.0f;
     const int ex = qr_scale_exponent(qr_block_max<PMMA_WARPS>(amax, sh.wmax, lane, warp));
 #pragma unroll
-    for (int k = 0; k < PMMA_G; ++k)
+    for (int k = 0; k < PMMA_G; ++k) {
+        z[k][0] = ldexpf(z[k][0], -ex);
+        z[k][1] = ldexpf(z[k][1], -ex);
 #pragma unroll
-        for (int j = 0; j < 4; ++j)
-#pragma unroll
-            for (int s = 0; s < 2; ++s) a[k][j][s] = ldexpf(a[k][j][s], -ex);
+        for (int q = 0; q < 3; ++q) {
+            float2& e = PM_SLOT(pmdyn, warp, q, k, lane);
+            e = make_float2(ldexpf(e.x, -ex), ldexpf(e.y, -ex));
+        }
+    }
 
-    pm_leaf<0>(a, sh, w, rbase, lane, warp, tid);
-    pm_leaf<1>(a, sh, w, rbase, lane, warp, tid);
-    pm_leaf<2>(a, sh, w, rbase, lane, warp, tid);
-    pm_leaf<3>(a, sh, w, rbase, lane, warp, tid);
-    __syncthreads();  // gram, taus and the scales complete
+    pm_leaf<0>(z, sh, pmdyn, w, rbase, lane, warp, tid);
+    pm_leaf<1>(z, sh, pmdyn, w, rbase, lane, warp, tid);
+    pm_leaf<2>(z, sh, pmdyn, w, rbase, lane, warp, tid);
+    pm_leaf<3>(z, sh, pmdyn, w, rbase, lane, warp, tid);
+    __syncthreads();  // gram and taus complete
 
-    // H's panel (R at the input's scale 2^ex, V's entries below) and V.
-    const int ns = pm_opaque(n);
-    hm = h + (long long)m * ns * ns + (long long)p * ns + p;
-    float* vm = vbuf + (long long)m * ns * PM_NB;
+    // H's panel (R at the input's scale 2^ex, V below the diagonal) and V:
+    // the last leaf's block from the registers, the earlier ones' from
+    // their slots; blocks past w hold no column of the panel.
+    const int last = (w - 1) >> 3;
+    float* vm = vbuf + (long long)m * n * PM_NB;
     bool bad = false;
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
         const int c = 8 * j + g;
 #pragma unroll
-        for (int k = 0; k < PMMA_G; ++k)
+        for (int k = 0; k < PMMA_G; ++k) {
+            const float2 e = j < last ? PM_SLOT(pmdyn, warp, j, k, lane) : make_float2(0.0f, 0.0f);
+            const float ev[2] = {e.x, e.y};
 #pragma unroll
             for (int s = 0; s < 2; ++s) {
                 const int i = rbase + 8 * k + 2 * t + s;
                 if (i >= rows) continue;
-                const float x = a[k][j][s];  // v below the diagonal
+                const float x = j == last ? z[k][s] : ev[s];
                 const float hv = i <= c ? ldexpf(x, ex) : x;
                 if (c < w) {
-                    hm[(long long)i * ns + c] = hv;
+                    hm[(long long)i * n + c] = hv;
                     bad |= qr_nonfinite(hv);
                 }
                 vm[(long long)i * PM_NB + c] = (c >= w || i < c) ? 0.0f : (i == c ? 1.0f : x);
             }
+        }
     }
     qr_mark_overflow(oflow, m, bad);
 
