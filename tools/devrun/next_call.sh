@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The first device calls after sessions 18 and 19, which had no device:
+# The first device calls after sessions 18 to 20, which had no device:
 # everything written since session 17's last run, in two calls of at most
 # 585 s each (costs from session 17: GPU tests 212 s for 92 tests, a suite
 # 31 s, a sweep variant under 1 s plus its compiles, about 0.8 s a module
@@ -11,17 +11,18 @@
 #   bash tools/devrun/next_call.sh NAME 2     (check)
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
-#   1: sweep.txt, sweep_panel.txt, suite0.txt, anchor.txt: the sweeps of
-#      the unmeasured switches (the reversed update pass and tile pairs
-#      crossed with the L2 hints; the register panel by halves, its
-#      shared-memory sums and unrolling, the smem warp kernel, the column
-#      panel), the benchmark set with tensor_lo_truncate on by default, the
-#      seed beside it;
+#   1: sweep_panel.txt, suite0.txt, anchor.txt, sweep.txt: the sweeps of
+#      the unmeasured switches (the leaf panel, the column panel, the smem
+#      warp kernel, the register panel by halves, its shared-memory sums and
+#      unrolling; then the reversed update pass and tile pairs crossed with
+#      the L2 hints), the benchmark set with tensor_lo_truncate on by
+#      default, the seed beside it;
 #   2: gpu_tests.log, suite1.txt, suite2.txt, ncu_*.txt: every GPU test,
 #      among them the unrun register_panel_halves (session 17),
 #      tensor_lo_rounded, tensor_l2_hints and tensor_tile_pairs,
 #      register_panel_smem_sum (session 18), smem_warp and
-#      register_panel_columns (session 19); the other two seeds of the
+#      register_panel_columns (session 19), register_panel_mma (session
+#      20); the other two seeds of the
 #      issue; where time is left, ncu of the column panel and the warp
 #      kernel beside the kernels they would replace.
 # The sweeps do not gate what they time: part 2 says whether each switch is
@@ -44,20 +45,21 @@ t() {
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
 if [ "$part" = 1 ]; then
-    # Two sweeps, each under its own limit: the update's switches (few
-    # modules), then the panels' (the column panel compiles a module per
-    # block size of each variant, about 1 s each).
-    t timeout 120 "$b/bench_suite" --sweep \
-        --only "tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
-    t timeout 240 "$b/bench_suite" --sweep \
-        --only "smem warp,register panel columns,register panel halves,register panel smem sum" >"$out/sweep_panel.txt" 2>&1
+    # The panels' sweep first (the leaf panel of session 20 leading it; the
+    # leaf and column panels compile a module per block size of each
+    # variant, about 1 s each), the suite and the seed, then the update's
+    # switches (few modules) in the time left.
+    t timeout 300 "$b/bench_suite" --sweep \
+        --only "register panel mma,register panel columns,smem warp,register panel halves,register panel smem sum" >"$out/sweep_panel.txt" 2>&1
     t timeout 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
+    SEED=$PWD/.devrun/qr_v2_submission.txt t timeout 150 \
+        python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
     left=$((585 - SECONDS))
-    if [ "$left" -gt 100 ]; then
-        SEED=$PWD/.devrun/qr_v2_submission.txt t timeout "$left" \
-            python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
+    if [ "$left" -gt 30 ]; then
+        t timeout "$left" "$b/bench_suite" --sweep \
+            --only "tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
     else
-        echo "anchor skipped: $left s left" >>"$out/log.txt"
+        echo "update sweep skipped: $left s left" >>"$out/log.txt"
     fi
 else
     QR_REQUIRE_GPU=1 t timeout 480 "$b/gpu_tests" >"$out/gpu_tests.log" 2>&1
@@ -68,7 +70,8 @@ else
     done
     # Where time is left: one launch of each new kernel under ncu --set full
     # beside the kernel it would replace (the first panel launch of 640 x
-    # 512, the 20 x 32 factorization).
+    # 512: the leaf panel, the column panel, the row panel; the 20 x 32
+    # factorization).
     prof() {
         local file=$1 kernel=$2 knob=$3 spec=$4
         if [ $((585 - SECONDS)) -gt 70 ]; then
@@ -76,6 +79,7 @@ else
                 "$b/bench_suite" --sweep --only "$knob" --once "$spec" >"$out/$file" 2>&1
         fi
     }
+    prof ncu_panelmma.txt regex:panelmma "register panel mma 64" 640,512,2,dense
     prof ncu_panelcol.txt regex:panelcol "register panel columns 64" 640,512,2,dense
     prof ncu_panelreg.txt regex:panelreg "register panel columns 0" 640,512,2,dense
     prof ncu_smem_warp.txt smem_warp_f32 "smem warp 32" 20,32,1,dense

@@ -454,6 +454,34 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &t,
         );
     }
+    // The leaf panel (session 20) at 32 and 64 rows per warp against the row
+    // panel (0): 40 x 352, 640 x 512 (8 warps x 64, three blocks an SM, or
+    // 16 x 32), 60 x 1024 (16 x 64 or 32 x 32, one), and 40 x 176 without
+    // the fold. Each variant compiles a module per block size.
+    for r in [0u32, 32, 64] {
+        let t = Tuning {
+            reg_panel_mma: r,
+            ..base.clone()
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[2..5],
+            format!("register panel mma {r}"),
+            None,
+            &t,
+        );
+        let unfolded = Tuning {
+            panel_fold: false,
+            ..t
+        };
+        add(
+            &mut variants,
+            &DENSE_CASES[1..2],
+            format!("register panel mma {r} fold off"),
+            None,
+            &unfolded,
+        );
+    }
     // 1024-row panels fit the column panel's registers from 96 rows a lane.
     for cols in [0u32, 96] {
         let t = Tuning {

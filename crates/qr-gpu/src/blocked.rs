@@ -18,11 +18,11 @@ use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panel16;
-use crate::kernels::panelcol;
 use crate::kernels::panelreg;
 use crate::kernels::smem;
 use crate::kernels::trailing_tc;
 use crate::kernels::util;
+use crate::kernels::{panelcol, panelmma};
 use crate::plan::Plan;
 
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
@@ -280,6 +280,15 @@ pub(crate) fn factor(
                         mats,
                         &pbuf,
                         prev,
+                    )?,
+                    None if plan.panel.reg_mma > 0 => panelmma::launch(
+                        engine,
+                        panel_stream,
+                        plan.panel.reg_mma,
+                        (n, p, w),
+                        mat0,
+                        mats,
+                        &pbuf,
                     )?,
                     None if plan.panel.reg_columns > 0 => panelcol::launch(
                         engine,

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{panel, panelcol, panelreg, smem, trailing_tc};
+use crate::kernels::{panel, panelcol, panelmma, panelreg, smem, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -190,6 +190,9 @@ pub struct PanelPlan {
     /// That panel's warp 0 steps in a rolled loop
     /// (`Tuning::reg_panel_columns_rolled`).
     pub reg_columns_rolled: bool,
+    /// Rows per warp of the leaf panel that replaces the register panels of
+    /// a block alone (`Tuning::reg_panel_mma`), 0 for none.
+    pub reg_mma: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -232,6 +235,13 @@ impl Plan {
         match self.strategy {
             Strategy::Smem => {
                 smem::defines(self.tpc, self.rows, self.panel.float_reflector, self.warp)
+            }
+            Strategy::Blocked if self.panel.reg_mma > 0 => {
+                let r = self.panel.reg_mma;
+                panelmma::defines(
+                    panelmma::warps_for_rows(self.shape.n(), r).unwrap_or(panelmma::MAX_WARPS),
+                    r,
+                )
             }
             Strategy::Blocked if self.panel.reg_columns > 0 => {
                 let (r, fold) = (self.panel.reg_columns, self.panel.fold);
@@ -318,7 +328,13 @@ impl fmt::Display for Plan {
                 self.shape,
                 self.panel.groups,
                 self.panel.threads,
-                if self.panel.reg_columns > 0 {
+                if self.panel.reg_mma > 0 {
+                    format!(
+                        " holding {} panel rows per warp in leaves of 8 columns (tensor cores \
+                         between leaves)",
+                        self.panel.reg_mma
+                    )
+                } else if self.panel.reg_columns > 0 {
                     format!(
                         " holding a column of {} panel rows per lane in registers (warp 0 the \
                          first 32)",
@@ -712,6 +728,7 @@ pub fn plan(
             reg_unroll: tuning.reg_panel_unroll,
             reg_columns: 0,
             reg_columns_rolled: tuning.reg_panel_columns_rolled,
+            reg_mma: 0,
         },
         graph: false,
         reason,
@@ -881,6 +898,22 @@ pub fn plan(
     } else {
         0
     };
+    // The leaf panel: a block alone on the register panel without the
+    // halves or the fold, where the first panel's rows fit its block; it
+    // takes the column panel's place too.
+    p.panel.reg_mma = if strategy == Strategy::Blocked
+        && p.panel.rows_per_thread > 0
+        && !p.panel.reg_halves
+        && !p.panel.fold
+        && panelmma::fits(n, tuning.reg_panel_mma, device.smem_per_block_optin)
+    {
+        tuning.reg_panel_mma
+    } else {
+        0
+    };
+    if p.panel.reg_mma > 0 {
+        p.panel.reg_columns = 0;
+    }
     p.panel.fused_checks = tuning.fused_checks
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
@@ -1282,6 +1315,47 @@ mod tests {
         )
         .unwrap();
         assert!(few.panel.corner.is_some_and(|c| !c.warp && c.n == 32));
+    }
+
+    #[test]
+    fn leaf_panel_for_blocks_alone_without_the_fold() {
+        let d = h200();
+        let t = Tuning {
+            reg_panel_mma: 64,
+            reg_panel_columns: 64,
+            ..Tuning::default()
+        };
+        let leaf = |t: &Tuning, batch, n| {
+            let p = plan(Shape::new(batch, n).unwrap(), &d, t, None).unwrap();
+            (p.strategy, p.panel.reg_mma, p.panel.reg_columns)
+        };
+        // 640 x 512, 60 x 1024 and 40 x 352 take it (and not the column
+        // panel); the folding 40 x 176 and the clusters keep theirs.
+        assert_eq!(leaf(&t, 640, 512), (Strategy::Blocked, 64, 0));
+        assert_eq!(leaf(&t, 60, 1024), (Strategy::Blocked, 64, 0));
+        assert_eq!(leaf(&t, 40, 352), (Strategy::Blocked, 64, 0));
+        assert_eq!(leaf(&t, 40, 176).1, 0);
+        assert_eq!(leaf(&t, 8, 2048), (Strategy::Cluster, 0, 0));
+        let p = plan(Shape::new(640, 512).unwrap(), &d, &t, None).unwrap();
+        let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
+        assert_eq!(names, panelmma::SOURCE.defines);
+        assert!(p.defines().contains(&("PMMA_G".into(), "8".into())));
+        assert!(p.to_string().contains("leaves of 8 columns"));
+        // Without the fold 40 x 176 takes it too.
+        let unfolded = Tuning {
+            panel_fold: false,
+            ..t.clone()
+        };
+        assert_eq!(leaf(&unfolded, 40, 176).1, 64);
+        // Off by default, and for layouts the kernel does not compile.
+        assert_eq!(leaf(&Tuning::default(), 640, 512).1, 0);
+        for r in [24, 36] {
+            let odd = Tuning {
+                reg_panel_mma: r,
+                ..Tuning::default()
+            };
+            assert_eq!(leaf(&odd, 640, 512).1, 0);
+        }
     }
 
     #[test]

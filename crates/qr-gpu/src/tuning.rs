@@ -461,6 +461,30 @@ pub struct Tuning {
     /// warps of 64 (two blocks an SM: 128 registers, 108 bytes of spills).
     /// Swept beside `reg_panel_columns`.
     pub reg_panel_columns_rolled: bool,
+    /// Rows per warp of the leaf panel (`panelmma_factor_f32`) that replaces
+    /// the row-per-thread register panel of a block alone without the fold
+    /// or the halves (and the column panel); 0: never, else 32 or 64. 0
+    /// until measured: written in session 20 without a device. The panel is
+    /// factored as four leaves of 8 columns: a reflector touches only its
+    /// leaf's columns (per step and thread, NVRTC 13.5 at 8 warps x 64 rows:
+    /// about 190 instructions on the hot path, against about 450 for the
+    /// row panel at 256 x 2, Session 18), and at each leaf's end its 8
+    /// reflectors reach the columns right of it as compact WY on the tensor
+    /// cores (3-pass tf32, the lo part truncated as `tensor_lo_truncate`),
+    /// with the leaf's Gram entries against the earlier leaves in the same
+    /// pass. Only the current leaf's block lives in registers, the other
+    /// three in lane-private shared memory, so a block of 8 warps x 64 rows
+    /// takes 80 registers (52 bytes of spills) and 65 KB of shared memory:
+    /// three 512-row panels an SM, where the row panel runs two (a 320-matrix
+    /// launch of 640 x 512 in one wave instead of 1.21). 32 rows a warp: 64
+    /// registers (24 bytes of spills), twice the warps. Checked under the
+    /// host emulator (`tools/cudasim/check_panelreg.py --only panelmma`:
+    /// panels of 4 to 1024 rows, narrow panels, 1e-30s, zero and tiny
+    /// columns on the double path, V, T against the reflectors' product in
+    /// float64, the same bits in another thread order; five planted bugs
+    /// caught, the 2-pass split among them). The sweep knob `register panel
+    /// mma` times 0, 32 and 64 (640 x 512, 60 x 1024).
+    pub reg_panel_mma: u32,
 }
 
 impl Default for Tuning {
@@ -526,6 +550,7 @@ impl Default for Tuning {
             reg_panel_unroll: 2,
             reg_panel_columns: 0,
             reg_panel_columns_rolled: false,
+            reg_panel_mma: 0,
         }
     }
 }

@@ -992,6 +992,46 @@ fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// The leaf panel (`Tuning::reg_panel_mma`, off by default) at 32 and 64
+/// rows per warp, the fold off so that the few-matrix blocks alone take the
+/// register panel too: the planner's choice, sizes around the panel and
+/// tile edges, every distribution, 1e-30s, two runs bitwise identical, and
+/// overflowing inputs flagged as the row panel flags them.
+fn register_panel_mma(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let rows = qr_gpu::Tuning {
+        panel_fold: false,
+        ..qr_gpu::Tuning::default()
+    };
+    let whole = (**g)
+        .clone()
+        .with_tuning(rows.clone())
+        .with_strategy(Some(Strategy::Blocked));
+    for (r, seed) in [(32u32, 4100u64), (64, 4200)] {
+        let leaf = qr_gpu::Tuning {
+            reg_panel_mma: r,
+            ..rows.clone()
+        };
+        let b = (**g)
+            .clone()
+            .with_tuning(leaf.clone())
+            .with_strategy(Some(Strategy::Blocked));
+        for shape in [
+            Shape::new(3, 513)?,
+            Shape::new(640, 512)?,
+            Shape::new(4, 1024)?,
+        ] {
+            let p = b.plan(shape)?;
+            if p.panel.reg_mma != r {
+                return Err(format!("leaf panel {r}: the planner chose {p}").into());
+            }
+        }
+        let label = format!("register panel mma {r}");
+        panel_variant(g, &leaf, Strategy::Blocked, &label, seed)?;
+        overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
+    }
+    Ok(())
+}
+
 /// The tensor-core update with the split's low parts rounded to tf32 too
 /// (`Tuning::tensor_lo_truncate` off; on by default): on the blocked and
 /// cluster strategies, sizes around the panel and tile edges, every
@@ -1560,7 +1600,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 36] = [
+    let plain: [(&str, Test); 37] = [
         ("sgemm_trailing", sgemm_trailing),
         ("smem_warp", smem_warp),
         ("corner", corner),
@@ -1586,6 +1626,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("tensor_tile_pairs", tensor_tile_pairs),
         ("register_panel_smem_sum", register_panel_smem_sum),
         ("register_panel_columns", register_panel_columns),
+        ("register_panel_mma", register_panel_mma),
         ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),
         ("tensor_stage", tensor_stage),

@@ -6,6 +6,7 @@
 pub(crate) mod panel;
 pub(crate) mod panel16;
 pub(crate) mod panelcol;
+pub(crate) mod panelmma;
 pub(crate) mod panelreg;
 pub(crate) mod smem;
 pub(crate) mod trailing_tc;
@@ -32,6 +33,7 @@ pub(crate) const ALL: &[&KernelSource] = &[
     &panel16::SOURCE,
     &panelreg::SOURCE,
     &panelcol::SOURCE,
+    &panelmma::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,
 ];

@@ -455,6 +455,24 @@ __device__ __forceinline__ void pm_leaf_end(float (&z)[PMMA_G][2], PmShared& sh,
     }
 }
 
+// x * 2^-ex as ldexpf(x, -ex) gives it (a power of two times x rounds
+// once, as ldexpf does), in one or two multiplications by exact powers of
+// two instead of ldexpf's sequence: `lo` = 2^-ex where ex >= -126 (2^-ex a
+// normal or, up to ex = 128, subnormal float), else `hi` = 2^64 and `lo` =
+// 2^(-ex-64) (scaling up by a finite power of two is exact).
+struct PmScale {
+    float hi, lo;
+};
+
+__device__ __forceinline__ PmScale pm_scale(int ex) {
+    PmScale s;
+    s.hi = ex >= -126 ? 1.0f : 18446744073709551616.0f;
+    s.lo = ldexpf(1.0f, ex >= -126 ? -ex : -ex - 64);
+    return s;
+}
+
+__device__ __forceinline__ float pm_scaled(float x, PmScale s) { return x * s.hi * s.lo; }
+
 template <int L>
 __device__ __forceinline__ void pm_leaf(float (&z)[PMMA_G][2], PmShared& sh, float2* dyn, int w,
                                         int rbase, int lane, int warp, int tid) {
@@ -512,14 +530,15 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
     for (int idx = tid; idx < PM_NB * (PM_NB + 1); idx += PM_THREADS) (&sh.gram[0][0])[idx] = 0.0;
     if (tid < PM_NB) sh.taus[tid] = 0.0f;
     const int ex = qr_scale_exponent(qr_block_max<PMMA_WARPS>(amax, sh.wmax, lane, warp));
+    const PmScale down = pm_scale(ex);
 #pragma unroll
     for (int k = 0; k < PMMA_G; ++k) {
-        z[k][0] = ldexpf(z[k][0], -ex);
-        z[k][1] = ldexpf(z[k][1], -ex);
+        z[k][0] = pm_scaled(z[k][0], down);
+        z[k][1] = pm_scaled(z[k][1], down);
 #pragma unroll
         for (int q = 0; q < 3; ++q) {
             float2& e = PM_SLOT(pmdyn, warp, q, k, lane);
-            e = make_float2(ldexpf(e.x, -ex), ldexpf(e.y, -ex));
+            e = make_float2(pm_scaled(e.x, down), pm_scaled(e.y, down));
         }
     }
 
@@ -532,30 +551,40 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
     // H's panel (R at the input's scale 2^ex, V below the diagonal) and V:
     // the last leaf's block from the registers, the earlier ones' from
     // their slots; blocks past w hold no column of the panel.
+    // R goes back by 2^ex: R's entries are at most ||A||-sized, so up by
+    // 2^ex (ex <= 128) overflows only where R itself does (then marked),
+    // and down (ex < 0) is exact but for subnormal results, as ldexpf.
     const int last = (w - 1) >> 3;
-    float* vm = vbuf + (long long)m * n * PM_NB;
+    const PmScale up = pm_scale(-ex);
+    const int r0 = rbase + 2 * t;
+    float* const hb = hm + (long long)r0 * n + g;
+    float* const vb = vbuf + (long long)m * n * PM_NB + (long long)r0 * PM_NB + g;
     bool bad = false;
 #pragma unroll
-    for (int j = 0; j < 4; ++j) {
-        const int c = 8 * j + g;
+    for (int k = 0; k < PMMA_G; ++k)
 #pragma unroll
-        for (int k = 0; k < PMMA_G; ++k) {
-            const float2 e = j < last ? PM_SLOT(pmdyn, warp, j, k, lane) : make_float2(0.0f, 0.0f);
-            const float ev[2] = {e.x, e.y};
+        for (int s = 0; s < 2; ++s) {
+            const int i = r0 + 8 * k + s;
+            if (i < rows) {
+                float* const hr = hb + (8 * k + s) * n;
+                float* const vr = vb + (8 * k + s) * PM_NB;
 #pragma unroll
-            for (int s = 0; s < 2; ++s) {
-                const int i = rbase + 8 * k + 2 * t + s;
-                if (i >= rows) continue;
-                const float x = j == last ? z[k][s] : ev[s];
-                const float hv = i <= c ? ldexpf(x, ex) : x;
-                if (c < w) {
-                    hm[(long long)i * n + c] = hv;
-                    bad |= qr_nonfinite(hv);
+                for (int j = 0; j < 4; ++j) {
+                    const int c = 8 * j + g;
+                    float x = 0.0f;
+                    if (j == last)
+                        x = z[k][s];
+                    else if (j < last)
+                        x = s ? PM_SLOT(pmdyn, warp, j, k, lane).y : PM_SLOT(pmdyn, warp, j, k, lane).x;
+                    const float hv = i <= c ? pm_scaled(x, up) : x;
+                    if (c < w) {
+                        hr[8 * j] = hv;
+                        bad |= qr_nonfinite(hv);
+                    }
+                    vr[8 * j] = (c >= w || i < c) ? 0.0f : (i == c ? 1.0f : x);
                 }
-                vm[(long long)i * PM_NB + c] = (c >= w || i < c) ? 0.0f : (i == c ? 1.0f : x);
             }
         }
-    }
     qr_mark_overflow(oflow, m, bad);
 
     qr_panel_finish<PM_THREADS>(sh.gram, sh.taus, tbuf, tau, oflow, m, n, p, w, tid);
