@@ -247,6 +247,54 @@ __device__ double block_sum_f64(double v, double* scratch) {
     return t;
 }
 
+// ---- tf32 operands of mma.sync (the tensor-core update, the leaf panel) ----
+
+// A float's bits and back, by PTX moves (casts under the host emulator).
+__device__ __forceinline__ unsigned qr_f32_bits(float x) {
+#ifdef CUDASIM
+    return __float_as_uint(x);
+#else
+    unsigned u;
+    asm("mov.b32 %0, %1;" : "=r"(u) : "f"(x));
+    return u;
+#endif
+}
+
+__device__ __forceinline__ float qr_bits_f32(unsigned u) {
+#ifdef CUDASIM
+    return __uint_as_float(u);
+#else
+    float f;
+    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
+    return f;
+#endif
+}
+
+// x as a tf32 register, rounded to nearest with ties away from zero
+// (cvt.rna's rounding): half a tf32 ulp (bit 12) added to the magnitude bits,
+// then the 13 low bits cleared; a carry into the exponent is the correct
+// rounding up. Two integer instructions, where sm_90 expands cvt.rna.tf32
+// into a longer sequence (its range checks were a quarter of the update's
+// instructions, docs/perf/qr-gpu.md, session 5). Same bits as cvt.rna for
+// every finite value and infinities; a NaN stays a NaN.
+__device__ __forceinline__ unsigned qr_tf32(float x) {
+    return (qr_f32_bits(x) + 0x1000u) & 0xffffe000u;
+}
+
+// d += a * b on one 16 x 8 tile of mma.sync.m16n8k8 with tf32 operands and
+// float32 accumulation (the emulator's form under CUDASIM).
+__device__ __forceinline__ void qr_mma_tf32(float (&d)[4], const unsigned (&a)[4],
+                                            const unsigned (&b)[2]) {
+#ifdef CUDASIM
+    sim_mma_m16n8k8_tf32(d, a, b);
+#else
+    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
+        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#endif
+}
+
 // Thread-block cluster helpers (sm_90 and later; compiled only there, so
 // that the prelude stays valid for older architectures).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

@@ -88,48 +88,14 @@ struct PmShared {
     float wmax[PMMA_WARPS];
 };
 
-// ---- tf32 splits and the mma (trailing_tc.cu's TC_SPLIT 0, rounded lo) ----
-
-__device__ __forceinline__ unsigned pm_bits(float x) {
-#ifdef CUDASIM
-    return __float_as_uint(x);
-#else
-    unsigned u;
-    asm("mov.b32 %0, %1;" : "=r"(u) : "f"(x));
-    return u;
-#endif
-}
-
-__device__ __forceinline__ float pm_float(unsigned u) {
-#ifdef CUDASIM
-    return __uint_as_float(u);
-#else
-    float f;
-    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
-    return f;
-#endif
-}
-
-// x = hi + lo: hi tf32 (rounded to nearest, ties away: trailing_tc.cu's
-// tc_tf32), lo the exact rest, which the tensor cores read truncated to its
-// top 19 bits (trailing_tc.cu's TC_LO_RZ, on by default there: its dropped
-// bits lie below 2^-21 of x), so that hi * hi + hi * lo + lo * hi carries
-// float32's product. Three instructions a value.
+// x = hi + lo: hi tf32 (prelude.cu's qr_tf32), lo the exact rest, which
+// the tensor cores read truncated to its top 19 bits (trailing_tc.cu's
+// TC_LO_RZ, on by default there: its dropped bits lie below 2^-21 of x), so
+// that hi * hi + hi * lo + lo * hi carries float32's product. Three
+// instructions a value.
 __device__ __forceinline__ void pm_split(float x, unsigned& hi, unsigned& lo) {
-    hi = (pm_bits(x) + 0x1000u) & 0xffffe000u;
-    lo = pm_bits(x - pm_float(hi));
-}
-
-__device__ __forceinline__ void pm_mma(float (&d)[4], const unsigned (&a)[4],
-                                       const unsigned (&b)[2]) {
-#ifdef CUDASIM
-    sim_mma_m16n8k8_tf32(d, a, b);
-#else
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#endif
+    hi = qr_tf32(x);
+    lo = qr_f32_bits(x - qr_bits_f32(hi));
 }
 
 // d += a * b in three products of the split, small terms first.
@@ -139,9 +105,9 @@ __device__ __forceinline__ void pm_mma3(float (&d)[4], const float (&a)[4], cons
     for (int q = 0; q < 4; ++q) pm_split(a[q], ahi[q], alo[q]);
     pm_split(b[0], bhi[0], blo[0]);
     pm_split(b[1], bhi[1], blo[1]);
-    pm_mma(d, alo, bhi);
-    pm_mma(d, ahi, blo);
-    pm_mma(d, ahi, bhi);
+    qr_mma_tf32(d, alo, bhi);
+    qr_mma_tf32(d, ahi, blo);
+    qr_mma_tf32(d, ahi, bhi);
 }
 
 // The other column blocks of leaf L (every block but L, in order) and

@@ -133,36 +133,15 @@ struct alignas(16) tc_f4 {
     float x[4];
 };
 
-__device__ __forceinline__ float tc_bits_to_f32(unsigned u) {
-#ifdef CUDASIM
-    return __uint_as_float(u);
-#else
-    float f;
-    asm("mov.b32 %0, %1;" : "=f"(f) : "r"(u));
-    return f;
-#endif
-}
+__device__ __forceinline__ float tc_bits_to_f32(unsigned u) { return qr_bits_f32(u); }
 
 // ---- splits: x = hi + lo, each part in the mma's input format ----
 
 #if TC_SPLIT == 0
-// One tf32 register per value, rounded to nearest with ties away from zero
-// (cvt.rna's rounding): half a tf32 ulp (bit 12) added to the magnitude bits,
-// then the 13 low bits cleared; a carry into the exponent is the correct
-// rounding up. Two integer instructions, where sm_90 expands cvt.rna.tf32
-// into a longer sequence (its range checks were a quarter of the kernel's
-// instructions, docs/perf/qr-gpu.md, session 5). Same bits as cvt.rna for
-// every finite value and infinities; a NaN stays a NaN in A2 itself (only
-// its split operand may change), so its matrix is still flagged.
-__device__ __forceinline__ unsigned tc_tf32(float x) {
-#ifdef CUDASIM
-    const unsigned u = __float_as_uint(x);
-#else
-    unsigned u;
-    asm("mov.b32 %0, %1;" : "=r"(u) : "f"(x));
-#endif
-    return (u + 0x1000u) & 0xffffe000u;
-}
+// One tf32 register per value (prelude.cu's qr_tf32: rounded to nearest,
+// ties away, in two integer instructions); a NaN stays a NaN in A2 itself
+// (only its split operand may change), so its matrix is still flagged.
+__device__ __forceinline__ unsigned tc_tf32(float x) { return qr_tf32(x); }
 __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
     hi = tc_tf32(x);
     const float rest = x - tc_bits_to_f32(hi);  // exact
@@ -170,11 +149,7 @@ __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
     // The tensor cores read a tf32 operand's top 19 bits, so the unrounded
     // rest enters the product truncated: its dropped bits lie below 2^-21
     // of x (TC_LO_RZ, Tuning::tensor_lo_truncate).
-#ifdef CUDASIM
-    lo = __float_as_uint(rest);
-#else
-    asm("mov.b32 %0, %1;" : "=r"(lo) : "f"(rest));
-#endif
+    lo = qr_f32_bits(rest);
 #else
     lo = tc_tf32(rest);
 #endif
@@ -239,15 +214,10 @@ __device__ __forceinline__ void tc_split_b(const float (&x)[TC_KPACK][2], unsign
 // d += a * b on one 16 x 8 tile.
 __device__ __forceinline__ void tc_mma(float (&d)[4], const unsigned (&a)[4],
                                        const unsigned (&b)[2]) {
-#if defined(CUDASIM) && TC_SPLIT == 0
-    sim_mma_m16n8k8_tf32(d, a, b);
+#if TC_SPLIT == 0
+    qr_mma_tf32(d, a, b);
 #elif defined(CUDASIM)
 #error "the host emulator has the tf32 split only"
-#elif TC_SPLIT == 0
-    asm("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 "
-        "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 #elif TC_SPLIT == 1
     asm("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 "
         "{%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
