@@ -154,19 +154,9 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
         const float rv = sh.rowv[par][lane];
         const float alpha = sh.rowv[par][r];
         const float xn2 = __shfl_sync(0xffffffffu, S, r);
-        float tau_r, beta, fs, wc, g;
-        double sc;
-        bool fast;
+        QrStep st;
         if (xn2 >= (float)PCOL_TINY) {  // the same in every lane of the block: uniform
-            const ReflectorF32 rf = scaled_reflector_f32(alpha, xn2);
-            const float vta = fmaf(rf.scale, S, rv);
-            tau_r = rf.tau;
-            beta = rf.beta;
-            fs = rf.scale;
-            sc = (double)rf.scale;
-            fast = true;
-            wc = lane > r ? rf.tau * vta : 0.0f;
-            g = vta;
+            st = qr_step_f32(alpha, xn2, S, rv, lane > r);
         } else {
             // A (nearly) vanished column: the sums again in double (cold).
             double d4[4] = {0.0, 0.0, 0.0, 0.0};
@@ -183,18 +173,13 @@ __device__ __forceinline__ void pcol_step(float (&z)[PCOL_ZR], PcolShared& sh, i
 #pragma unroll
             for (int q = 0; q < PCOL_WARPS; ++q) D += sh.redd[q][lane];
             const double dn2 = __shfl_sync(0xffffffffu, D, r);
-            const Reflector rf = make_reflector(alpha, dn2);
-            const double vta = (double)rv + rf.scale * D;
-            tau_r = rf.tau;
-            beta = rf.beta;
-            sc = rf.tau == 0.0f ? 1.0 : rf.scale;
-            fs = (float)sc;
-            fast = fabs(sc) < 1.0e30;
-            wc = lane > r && rf.tau != 0.0f ? (float)((double)rf.tau * vta) : 0.0f;
-            g = (float)vta;
+            st = qr_step_f64(alpha, dn2, D, rv, lane > r);
             // The partials are read before any warp's next cold pass writes.
             __syncthreads();
         }
+        const float tau_r = st.tau, beta = st.beta, fs = st.fs, wc = st.wc, g = st.vta;
+        const double sc = st.sc;
+        const bool fast = st.fast;
         if (warp == 0) {
             // v_lane^T v_r over this lane's own scale (lane < r keeps x).
             if (lane < r) sh.gram[lane][r] = (double)my_fs * (double)g;

@@ -167,18 +167,9 @@ __device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& s
         const float rv = sh.rowv[par][g];
         const float alpha = sh.rowv[par][i];
         const float xn2 = __shfl_sync(0xffffffffu, S, i * 4);
-        float tau_r, beta, fs, wc, vta;
-        double sc;
-        bool fast;
+        QrStep st;
         if (xn2 >= (float)PM_TINY) {  // the same in every lane of the block: uniform
-            const ReflectorF32 rf = scaled_reflector_f32(alpha, xn2);
-            vta = fmaf(rf.scale, S, rv);
-            tau_r = rf.tau;
-            beta = rf.beta;
-            fs = rf.scale;
-            sc = (double)rf.scale;
-            fast = true;
-            wc = g > i ? rf.tau * vta : 0.0f;
+            st = qr_step_f32(alpha, xn2, S, rv, g > i);
         } else {
             // A (nearly) vanished column: the sums again in double (cold).
             double d2[2] = {0.0, 0.0};
@@ -195,18 +186,13 @@ __device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& s
 #pragma unroll
             for (int q = 0; q < PMMA_WARPS; ++q) D += sh.redd[q][g];
             const double dn2 = __shfl_sync(0xffffffffu, D, i * 4);
-            const Reflector rf = make_reflector(alpha, dn2);
-            const double v2 = (double)rv + rf.scale * D;
-            tau_r = rf.tau;
-            beta = rf.beta;
-            sc = rf.tau == 0.0f ? 1.0 : rf.scale;
-            fs = (float)sc;
-            fast = fabs(sc) < 1.0e30;
-            wc = g > i && rf.tau != 0.0f ? (float)((double)rf.tau * v2) : 0.0f;
-            vta = (float)v2;
+            st = qr_step_f64(alpha, dn2, D, rv, g > i);
             // The partials are read before any warp's next cold pass writes.
             __syncthreads();
         }
+        const float tau_r = st.tau, beta = st.beta, fs = st.fs, wc = st.wc, vta = st.vta;
+        const double sc = st.sc;
+        const bool fast = st.fast;
         if (top && t == 0) {
             // v_(8L+g)^T v_r over the earlier column's own scale.
             if (g < i) sh.gram[8 * L + g][r] = lsc * (double)vta;
