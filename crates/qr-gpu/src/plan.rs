@@ -905,6 +905,8 @@ pub fn plan(
         && p.panel.rows_per_thread > 0
         && !p.panel.reg_halves
         && !p.panel.fold
+        && (shape.batch() as u64)
+            >= u64::from(tuning.reg_panel_mma_min_batch_per_sm) * u64::from(device.sm_count)
         && panelmma::fits(n, tuning.reg_panel_mma, device.smem_per_block_optin)
     {
         tuning.reg_panel_mma
@@ -1347,6 +1349,14 @@ mod tests {
             ..t.clone()
         };
         assert_eq!(leaf(&unfolded, 40, 176).1, 64);
+        // With a batch floor of 2 matrices an SM, the many-matrix plans only.
+        let many = Tuning {
+            reg_panel_mma_min_batch_per_sm: 2,
+            ..t.clone()
+        };
+        assert_eq!(leaf(&many, 640, 512).1, 64);
+        assert_eq!(leaf(&many, 60, 1024).1, 0);
+        assert_eq!(leaf(&many, 40, 352).1, 0);
         // Off by default, and for layouts the kernel does not compile.
         assert_eq!(leaf(&Tuning::default(), 640, 512).1, 0);
         for r in [24, 36] {

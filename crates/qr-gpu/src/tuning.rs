@@ -485,6 +485,14 @@ pub struct Tuning {
     /// caught, the 2-pass split among them). The sweep knob `register panel
     /// mma` times 0, 32 and 64 (640 x 512, 60 x 1024).
     pub reg_panel_mma: u32,
+    /// The leaf panel (`reg_panel_mma`) only for batches of at least this
+    /// many matrices per SM (0: every batch). 0 until measured (session 20,
+    /// no device): its gain is expected from occupancy (three 512-row blocks
+    /// an SM), which few-matrix plans (one block an SM at most) do not use,
+    /// while a leaf's end adds to each panel's chain; the sweep times both
+    /// kinds (640 x 512 against 40 x 352 and 60 x 1024), and this rule lets
+    /// the result be kept for one kind only.
+    pub reg_panel_mma_min_batch_per_sm: u32,
 }
 
 impl Default for Tuning {
@@ -551,6 +559,7 @@ impl Default for Tuning {
             reg_panel_columns: 0,
             reg_panel_columns_rolled: false,
             reg_panel_mma: 0,
+            reg_panel_mma_min_batch_per_sm: 0,
         }
     }
 }
