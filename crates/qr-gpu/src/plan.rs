@@ -900,8 +900,10 @@ pub fn plan(
     };
     // The leaf panel: a block alone on the register panel without the
     // halves or the fold, where the first panel's rows fit its block; it
-    // takes the column panel's place too.
+    // takes the column panel's place too. Its mma.sync with tf32 operands
+    // needs sm_80.
     p.panel.reg_mma = if strategy == Strategy::Blocked
+        && device.compute_capability >= (8, 0)
         && p.panel.rows_per_thread > 0
         && !p.panel.reg_halves
         && !p.panel.fold
@@ -1357,6 +1359,11 @@ mod tests {
         assert_eq!(leaf(&many, 640, 512).1, 64);
         assert_eq!(leaf(&many, 60, 1024).1, 0);
         assert_eq!(leaf(&many, 40, 352).1, 0);
+        // Not before sm_80 (tf32 mma).
+        let mut turing = d.clone();
+        turing.compute_capability = (7, 5);
+        let p = plan(Shape::new(640, 512).unwrap(), &turing, &t, None).unwrap();
+        assert_eq!(p.panel.reg_mma, 0);
         // Off by default, and for layouts the kernel does not compile.
         assert_eq!(leaf(&Tuning::default(), 640, 512).1, 0);
         for r in [24, 36] {
