@@ -168,7 +168,10 @@ __device__ __forceinline__ Reflector scaled_matrix_reflector(float alpha, double
 // columns chain about 2 x 31 products, where the recurrence along one warp
 // chained 496 while the other warps waited (ncu, a 176-row panel launch:
 // 20% of the samples at that barrier). Fixed order: the same bits every run.
-template <int NC, int LD, int THREADS>
+// With B0 > 1 the caller's diagonal blocks of B0 columns already hold their
+// T (upper triangle, tau on the diagonal, zero in the columns from w on),
+// and the doubling starts at groups of B0 (two barriers a level fewer).
+template <int NC, int LD, int THREADS, int B0 = 1>
 __device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* taus, int w,
                                               int tid) {
     for (int idx = tid; idx < NC * NC; idx += THREADS) {
@@ -180,7 +183,7 @@ __device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* t
     }
     __syncthreads();
 #pragma unroll
-    for (int b = 1; b < NC; b *= 2) {
+    for (int b = B0; b < NC; b *= 2) {
         // Per pair of b-column groups at o: X = G12 T2 (T2 upper triangular),
         // kept transposed in the pair's strict lower block, X[i][j] at
         // gram[o + b + j][o + i].
@@ -225,15 +228,16 @@ __device__ __forceinline__ float qr_block_max(float amax, float* wmax, int lane,
 }
 
 // A 32-column panel's last step, by every thread of a block of THREADS:
-// T from the Gram columns in `gram` (larft_blocked) into tbuf (matrix m's
-// 32 x 32, zero outside the w x w upper triangle), the taus into tau (row
-// stride n, from column p), and tau's overflow mark (qr_mark_overflow).
-template <int THREADS>
+// T from the Gram columns in `gram` (larft_blocked, from groups of B0 whose
+// T the caller formed) into tbuf (matrix m's 32 x 32, zero outside the
+// w x w upper triangle), the taus into tau (row stride n, from column p),
+// and tau's overflow mark (qr_mark_overflow).
+template <int THREADS, int B0 = 1>
 __device__ __forceinline__ void qr_panel_finish(double (*gram)[33], const float* taus,
                                                 float* __restrict__ tbuf, float* __restrict__ tau,
                                                 int* __restrict__ oflow, int m, int n, int p,
                                                 int w, int tid) {
-    larft_blocked<32, 33, THREADS>(gram, taus, w, tid);
+    larft_blocked<32, 33, THREADS, B0>(gram, taus, w, tid);
     for (int idx = tid; idx < 32 * 32; idx += THREADS) {
         const int k = idx >> 5, c = idx & 31;
         const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;

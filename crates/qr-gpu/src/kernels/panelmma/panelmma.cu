@@ -345,23 +345,30 @@ __device__ __forceinline__ void pm_leaf_end(float (&z)[PMMA_G][2], PmShared& sh,
     sh.xp[warp][16 + g][2 * t] = acc[1][0];
     sh.xp[warp][16 + g][2 * t + 1] = acc[1][1];
     if (warp == 0) {
-        // T_L by the leaf's column recurrence (larft), lane l its row l; the
-        // Gram entries and taus of this leaf are warp 0's own stores.
+        // T_L by the leaf's column recurrence (larft) in double, lane l its
+        // row l; the Gram entries and taus of this leaf are warp 0's own
+        // stores. It replaces the leaf's Gram block in `gram` (after every
+        // lane has read it), so the panel's T starts from groups of 8
+        // (qr_panel_finish's B0), and goes to W2 in float.
+        __syncwarp();
+        double tr[8];
+#pragma unroll
+        for (int i = 0; i < 8; ++i) {
+            const int r = 8 * L + i;
+            const double tau_i = r < w ? (double)sh.taus[r] : 0.0;
+            double s = 0.0;
+#pragma unroll
+            for (int m = 0; m < i; ++m)
+                if (m >= lane) s = fma(tr[m], sh.gram[8 * L + m][r], s);
+            tr[i] = lane == i ? tau_i : (lane < i ? -tau_i * s : 0.0);
+        }
         __syncwarp();
         if (lane < 8) {
-            float tr[8];
 #pragma unroll
             for (int i = 0; i < 8; ++i) {
-                const int r = 8 * L + i;
-                const float tau_i = r < w ? sh.taus[r] : 0.0f;
-                float s = 0.0f;
-#pragma unroll
-                for (int m = 0; m < i; ++m)
-                    if (m >= lane) s = fmaf(tr[m], (float)sh.gram[8 * L + m][r], s);
-                tr[i] = lane == i ? tau_i : (lane < i ? -tau_i * s : 0.0f);
+                sh.tl[lane][i] = (float)tr[i];
+                if (i >= lane) sh.gram[8 * L + lane][8 * L + i] = tr[i];
             }
-#pragma unroll
-            for (int i = 0; i < 8; ++i) sh.tl[lane][i] = tr[i];
         }
     }
     __syncthreads();
@@ -539,5 +546,5 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
         }
     qr_mark_overflow(oflow, m, bad);
 
-    qr_panel_finish<PM_THREADS>(sh.gram, sh.taus, tbuf, tau, oflow, m, n, p, w, tid);
+    qr_panel_finish<PM_THREADS, 8>(sh.gram, sh.taus, tbuf, tau, oflow, m, n, p, w, tid);
 }
