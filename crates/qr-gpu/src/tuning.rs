@@ -477,7 +477,9 @@ pub struct Tuning {
     /// takes 80 registers (52 bytes of spills) and 65 KB of shared memory:
     /// three 512-row panels an SM, where the row panel runs two (a 320-matrix
     /// launch of 640 x 512 in one wave instead of 1.21). 32 rows a warp: 64
-    /// registers (24 bytes of spills), twice the warps. Checked under the
+    /// registers (20 bytes of spills), twice the warps. Each leaf's T replaces
+    /// its Gram block, so the panel's T starts from groups of 8 (six block
+    /// barriers a panel fewer). Checked under the
     /// host emulator (`tools/cudasim/check_panelreg.py --only panelmma`:
     /// panels of 4 to 1024 rows, narrow panels, 1e-30s, zero and tiny
     /// columns on the double path, V, T against the reflectors' product in
