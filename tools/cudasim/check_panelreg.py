@@ -169,9 +169,10 @@ def main():
         return raw
 
     with tempfile.TemporaryDirectory() as d:
-        # panelmma: 4 or 8 groups of 8 rows a warp, as many warps as the
-        # rows need (panelmma::warps_for_rows).
-        for grp in ([4, 8] if args.only in (None, "panelmma") else []):
+        # panelmma: 4, 8 or 16 groups of 8 rows a warp (16: the full form
+        # only), as many warps as the rows need (panelmma::warps_for_rows).
+        groups = [4, 8] if args.quick else [4, 8, 16]
+        for grp in (groups if args.only in (None, "panelmma") else []):
             # Narrow panels too: leaves cut short by w (w < 32 with rows > w).
             for n, p, w in panels + [(120, 76, 20), (64, 40, 12)]:
                 warps = -(-max(n - p, 1) // (8 * grp))

@@ -482,6 +482,19 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &unfolded,
         );
     }
+    // 1024-row panels in 8 warps of 128 rows (NVRTC 13.5: 128 registers,
+    // 112 bytes of spills), beside 16 x 64 and 32 x 32 above.
+    let t = Tuning {
+        reg_panel_mma: 128,
+        ..base.clone()
+    };
+    add(
+        &mut variants,
+        &["60,1024,2,dense"],
+        "register panel mma 128".to_string(),
+        None,
+        &t,
+    );
     // 1024-row panels fit the column panel's registers from 96 rows a lane.
     for cols in [0u32, 96] {
         let t = Tuning {
