@@ -483,7 +483,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // 1024-row panels in 8 warps of 128 rows (NVRTC 13.5: 128 registers,
-    // 112 bytes of spills), beside 16 x 64 and 32 x 32 above.
+    // 144 bytes of spills), beside 16 x 64 and 32 x 32 above.
     let t = Tuning {
         reg_panel_mma: 128,
         ..base.clone()

@@ -232,9 +232,12 @@ __device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& s
 }
 
 // A_R -= V_L W2, transposed: A_R^T (a tile of 16 columns by 8 rows) -=
-// W2^T V_L^T, the tile's accumulators the lane's own slot entries (block
-// j in slot j - 1). The right blocks pair up: (L+1, L+2) and L+3, or L+1
-// alone.
+// W2^T V_L^T, the tile's entries the lane's own slot entries (block j in
+// slot j - 1). The right blocks pair up: (L+1, L+2) and L+3, or L+1 alone.
+// As trailing_tc.cu's update, the tensor cores sum the products from zero
+// and one float32 subtraction takes them from A: their accumulation is not
+// IEEE round-to-nearest, which onto A itself would cost up to an ulp of A
+// per mma.
 template <int L>
 __device__ __forceinline__ void pm_leaf_update(const float (&z)[PMMA_G][2], const PmShared& sh,
                                                float2* dyn, int w, int rbase, int lane,
@@ -245,10 +248,10 @@ __device__ __forceinline__ void pm_leaf_update(const float (&z)[PMMA_G][2], cons
 #pragma unroll
     for (int mt = 0; mt < NT; ++mt) {
         const int j0 = L + 1 + 2 * mt, j1 = j0 + 1;
-        wa[mt][0] = -sh.w2[t][8 * j0 + g];
-        wa[mt][2] = -sh.w2[t + 4][8 * j0 + g];
-        wa[mt][1] = j1 <= 3 ? -sh.w2[t][8 * j1 + g] : 0.0f;
-        wa[mt][3] = j1 <= 3 ? -sh.w2[t + 4][8 * j1 + g] : 0.0f;
+        wa[mt][0] = sh.w2[t][8 * j0 + g];
+        wa[mt][2] = sh.w2[t + 4][8 * j0 + g];
+        wa[mt][1] = j1 <= 3 ? sh.w2[t][8 * j1 + g] : 0.0f;
+        wa[mt][3] = j1 <= 3 ? sh.w2[t + 4][8 * j1 + g] : 0.0f;
     }
 #pragma unroll
     for (int k = 0; k < PMMA_G; ++k) {
@@ -266,17 +269,13 @@ __device__ __forceinline__ void pm_leaf_update(const float (&z)[PMMA_G][2], cons
 #pragma unroll
         for (int mt = 0; mt < NT; ++mt) {
             const int j0 = L + 1 + 2 * mt, j1 = j0 + 1;
+            float d[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            pm_mma3(d, wa[mt], b);
             float2& e0 = PM_SLOT(dyn, warp, j0 - 1, k, lane);
+            e0 = make_float2(e0.x - d[0], e0.y - d[1]);
             if (j1 <= 3) {
                 float2& e1 = PM_SLOT(dyn, warp, j1 - 1, k, lane);
-                float d[4] = {e0.x, e0.y, e1.x, e1.y};
-                pm_mma3(d, wa[mt], b);
-                e0 = make_float2(d[0], d[1]);
-                e1 = make_float2(d[2], d[3]);
-            } else {
-                float d[4] = {e0.x, e0.y, 0.0f, 0.0f};
-                pm_mma3(d, wa[mt], b);
-                e0 = make_float2(d[0], d[1]);
+                e1 = make_float2(e1.x - d[2], e1.y - d[3]);
             }
         }
     }
@@ -334,8 +333,17 @@ __device__ __forceinline__ void pm_leaf_end(float (&z)[PMMA_G][2], PmShared& sh,
         }
         const float a0[4] = {o[0][0], o[1][0], o[0][1], o[1][1]};
         const float a1[4] = {o[2][0], 0.0f, o[2][1], 0.0f};
-        pm_mma3(acc[0], a0, b);
-        pm_mma3(acc[1], a1, b);
+        // Each group's products from zero, added to the sums in float32
+        // (trailing_tc.cu's TC_FLUSH 1: the tensor cores' accumulation is
+        // not IEEE round-to-nearest, and its error grows with the chain).
+        float d0[4] = {0.0f, 0.0f, 0.0f, 0.0f}, d1[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        pm_mma3(d0, a0, b);
+        pm_mma3(d1, a1, b);
+#pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            acc[0][e] += d0[e];
+            acc[1][e] += d1[e];
+        }
     }
     // The warp's X: other column 16 mt + g (+ 8), leaf columns 2t, 2t + 1.
     sh.xp[warp][g][2 * t] = acc[0][0];
