@@ -263,12 +263,44 @@ inline void sim_cp_wait(unsigned pending) {
     }
 }
 
+// How the emulated tensor cores add (CUDASIM_MMA): "rn" sums exactly and
+// rounds once to nearest; otherwise (the default) a pessimistic model of
+// the hardware's non-IEEE accumulation: c and each group of 4 products are
+// aligned to the largest magnitude among them, every addend cut toward zero
+// to 24 bits below that magnitude's leading bit, summed, and the sum cut
+// toward zero to float; the second group of 4 adds onto that. (Published
+// measurements of V100 to H100 find exact products, alignment to the
+// largest exponent with truncation and a few extra bits at most, and
+// truncated normalization; this model keeps no extra bit.)
+inline const bool sim_mma_rn = [] {
+    const char* e = std::getenv("CUDASIM_MMA");
+    return e != nullptr && std::strcmp(e, "rn") == 0;
+}();
+
+// c + p[0] + .. + p[n - 1] by the truncating model above.
+inline float sim_fused_sum_rz(double c, const double* p, int n) {
+    double mx = std::fabs(c), exact = c;
+    for (int k = 0; k < n; ++k) {
+        mx = std::fmax(mx, std::fabs(p[k]));
+        exact += p[k];
+    }
+    if (mx == 0.0 || !std::isfinite(exact)) return (float)exact;
+    int e;
+    std::frexp(mx, &e);  // mx = f 2^e, f in [0.5, 1): the leading bit is 2^(e - 1)
+    const double q = std::ldexp(1.0, e - 24);
+    double sum = std::trunc(c / q) * q;  // exact: at most 26 bits a term
+    for (int k = 0; k < n; ++k) sum += std::trunc(p[k] / q) * q;
+    float r = (float)sum;
+    if (std::fabs((double)r) > std::fabs(sum)) r = std::nextafter(r, 0.0f);
+    return r;
+}
+
 // mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32, d = a b + d, with the
 // PTX ISA's fragments (g = lane / 4, t = lane % 4): a0..a3 hold A[g][t],
 // A[g + 8][t], A[g][t + 4], A[g + 8][t + 4]; b0, b1 hold B[t][g], B[t + 4][g];
 // d0..d3 hold D[g][2t], D[g][2t + 1], D[g + 8][2t], D[g + 8][2t + 1]. The
-// operands' top 19 bits are read (tf32); products and sums are exact here,
-// rounded once (the device's accumulation order and rounding differ).
+// operands' top 19 bits are read (tf32); products are exact, their sum with
+// d is sim_fused_sum_rz's (or exact and rounded once with CUDASIM_MMA=rn).
 inline void sim_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     SimBarrier& w = sim_block->warps[threadIdx.x / 32];
     const unsigned base = threadIdx.x & ~31u;
@@ -281,13 +313,19 @@ inline void sim_mma_m16n8k8_tf32(float (&d)[4], const unsigned (&a)[4], const un
     const int lane = threadIdx.x & 31, g = lane / 4, t = lane % 4;
     for (int r = 0; r < 4; ++r) {
         const int row = g + 8 * (r / 2), col = 2 * t + r % 2;
-        double acc = d[r];
+        double p[8];
         for (int k = 0; k < 8; ++k) {
             const double av = tf32(sim_block->mma[base + (row % 8) * 4 + k % 4][row / 8 + 2 * (k / 4)]);
             const double bv = tf32(sim_block->mma[base + col * 4 + k % 4][4 + k / 4]);
-            acc += av * bv;
+            p[k] = av * bv;  // exact: 11 x 11 significant bits
         }
-        d[r] = (float)acc;
+        if (sim_mma_rn) {
+            double acc = d[r];
+            for (int k = 0; k < 8; ++k) acc += p[k];
+            d[r] = (float)acc;
+        } else {
+            d[r] = sim_fused_sum_rz(sim_fused_sum_rz(d[r], p, 4), p + 4, 4);
+        }
     }
     sim_arrive(w);
 }
