@@ -174,17 +174,20 @@ def main():
         groups = [4, 8] if args.quick else [4, 8, 16]
         for grp in (groups if args.only in (None, "panelmma") else []):
             # Narrow panels too: leaves cut short by w (w < 32 with rows > w).
+            # The module is the first panel's (n rows), the block as many
+            # warps as the panel's rows need, as the engine launches it.
             for n, p, w in panels + [(120, 76, 20), (64, 40, 12)]:
+                most = -(-n // (8 * grp))
                 warps = -(-max(n - p, 1) // (8 * grp))
-                if warps > 16:
+                if most > 32:
                     continue
-                defs = [f"-DPMMA_WARPS={warps}", f"-DPMMA_G={grp}"]
-                binary = os.path.join(d, f"pmma_{warps}_{grp}")
+                defs = [f"-DPMMA_WARPS={most}", f"-DPMMA_G={grp}"]
+                binary = os.path.join(d, f"pmma_{most}_{grp}")
                 if not os.path.exists(binary):
                     cudasim.build("panelmma", os.path.join(cudasim.HERE, "panel_harness.cpp"),
                                   binary, defs)
                 check_run(binary, 32 * warps, n, p, w,
-                          f"panelmma {warps} warps x {8 * grp} rows n {n} p {p} w {w}")
+                          f"panelmma {warps} of {most} warps x {8 * grp} rows n {n} p {p} w {w}")
         # (rows per lane, warp 0 rolled): every layout unrolled, two rolled.
         layouts = [(r, 0) for r in (32, 64, 72, 96)] + [(32, 1), (64, 1), (96, 1)]
         for r, rolled in ([] if args.only in ("panelreg", "panelmma") else layouts):

@@ -45,8 +45,8 @@ t() {
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
 if [ "$part" = 1 ]; then
-    # The panels' sweep first (the leaf panel of session 20 leading it; the
-    # leaf and column panels compile a module per block size of each
+    # The panels' sweep first (the leaf panel of session 20 leading it, a
+    # module per plan; the column panel compiles one per block size of each
     # variant, about 1 s each), the suite and the seed, then the update's
     # switches (few modules) in the time left.
     t timeout 300 "$b/bench_suite" --sweep \

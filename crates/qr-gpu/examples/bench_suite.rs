@@ -457,7 +457,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     // The leaf panel (session 20) at 32 and 64 rows per warp against the row
     // panel (0): 40 x 352, 640 x 512 (8 warps x 64, three blocks an SM, or
     // 16 x 32), 60 x 1024 (16 x 64 or 32 x 32, one), and 40 x 176 without
-    // the fold. Each variant compiles a module per block size.
+    // the fold. Each plan compiles one module (its first panel's warps).
     for r in [0u32, 32, 64] {
         let t = Tuning {
             reg_panel_mma: r,
@@ -483,7 +483,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     // 1024-row panels in 8 warps of 128 rows (NVRTC 13.5: 128 registers,
-    // 144 bytes of spills), beside 16 x 64 and 32 x 32 above.
+    // 180 bytes of spills), beside 16 x 64 and 32 x 32 above.
     let t = Tuning {
         reg_panel_mma: 128,
         ..base.clone()

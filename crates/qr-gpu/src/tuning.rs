@@ -478,7 +478,7 @@ pub struct Tuning {
     /// takes 80 registers (80 bytes of spills) and 65 KB of shared memory:
     /// three 512-row panels an SM, where the row panel runs two (a 320-matrix
     /// launch of 640 x 512 in one wave instead of 1.21). 32 rows a warp: 64
-    /// registers (32 bytes of spills), twice the warps. Each leaf's T replaces
+    /// registers (36 bytes of spills), twice the warps. Each leaf's T replaces
     /// its Gram block, so the panel's T starts from groups of 8 (six block
     /// barriers a panel fewer). Checked under the
     /// host emulator (`tools/cudasim/check_panelreg.py --only panelmma`:

@@ -171,10 +171,11 @@ __device__ __forceinline__ Reflector scaled_matrix_reflector(float alpha, double
 // With B0 > 1 the caller's diagonal blocks of B0 columns already hold their
 // T (upper triangle, tau on the diagonal, zero in the columns from w on),
 // and the doubling starts at groups of B0 (two barriers a level fewer).
+// `nthreads`: the block's threads where fewer than THREADS run it.
 template <int NC, int LD, int THREADS, int B0 = 1>
 __device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* taus, int w,
-                                              int tid) {
-    for (int idx = tid; idx < NC * NC; idx += THREADS) {
+                                              int tid, int nthreads = THREADS) {
+    for (int idx = tid; idx < NC * NC; idx += nthreads) {
         const int k = idx / NC, c = idx % NC;
         if (k == c)
             gram[k][c] = k < w ? (double)taus[k] : 0.0;
@@ -187,7 +188,7 @@ __device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* t
         // Per pair of b-column groups at o: X = G12 T2 (T2 upper triangular),
         // kept transposed in the pair's strict lower block, X[i][j] at
         // gram[o + b + j][o + i].
-        for (int idx = tid; idx < NC / 2 * b; idx += THREADS) {
+        for (int idx = tid; idx < NC / 2 * b; idx += nthreads) {
             const int o = idx / (b * b) * 2 * b, i = idx % (b * b) / b, j = idx % b;
             double x = 0.0;
             for (int q = 0; q <= j; ++q) x = fma(gram[o + i][o + b + q], gram[o + b + q][o + b + j], x);
@@ -195,7 +196,7 @@ __device__ __forceinline__ void larft_blocked(double (*gram)[LD], const float* t
         }
         __syncthreads();
         // T12 = -T1 X (T1 upper triangular).
-        for (int idx = tid; idx < NC / 2 * b; idx += THREADS) {
+        for (int idx = tid; idx < NC / 2 * b; idx += nthreads) {
             const int o = idx / (b * b) * 2 * b, i = idx % (b * b) / b, j = idx % b;
             double t = 0.0;
             for (int q = i; q < b; ++q) t = fma(gram[o + i][o + q], gram[o + b + j][o + q], t);
@@ -231,14 +232,14 @@ __device__ __forceinline__ float qr_block_max(float amax, float* wmax, int lane,
 // T from the Gram columns in `gram` (larft_blocked, from groups of B0 whose
 // T the caller formed) into tbuf (matrix m's 32 x 32, zero outside the
 // w x w upper triangle), the taus into tau (row stride n, from column p),
-// and tau's overflow mark (qr_mark_overflow).
+// and tau's overflow mark (qr_mark_overflow); `nthreads` as larft_blocked's.
 template <int THREADS, int B0 = 1>
 __device__ __forceinline__ void qr_panel_finish(double (*gram)[33], const float* taus,
                                                 float* __restrict__ tbuf, float* __restrict__ tau,
                                                 int* __restrict__ oflow, int m, int n, int p,
-                                                int w, int tid) {
-    larft_blocked<32, 33, THREADS, B0>(gram, taus, w, tid);
-    for (int idx = tid; idx < 32 * 32; idx += THREADS) {
+                                                int w, int tid, int nthreads = THREADS) {
+    larft_blocked<32, 33, THREADS, B0>(gram, taus, w, tid, nthreads);
+    for (int idx = tid; idx < 32 * 32; idx += nthreads) {
         const int k = idx >> 5, c = idx & 31;
         const float t = (k < w && c < w && k <= c) ? (float)gram[k][c] : 0.0f;
         tbuf[(long long)m * 32 * 32 + idx] = t;

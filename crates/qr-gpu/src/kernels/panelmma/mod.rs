@@ -75,7 +75,10 @@ pub(crate) fn defines(warps: usize, r: u32) -> Vec<(String, String)> {
 
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
 /// mats` on `stream`, one block per matrix of `warps_for_rows(n - p, r)`
-/// warps.
+/// warps, from the module compiled for the first panel's
+/// (`warps_for_rows(n, r)`: the kernel's shared arrays take that many, and
+/// a block reads the warp count it runs with), so one module serves every
+/// panel of a factorization.
 pub(crate) fn launch(
     engine: &Engine,
     stream: &CudaStream,
@@ -85,15 +88,16 @@ pub(crate) fn launch(
     mats: usize,
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
-    let rows = n - p;
-    let warps = warps_for_rows(rows, r)
+    let unsupported = |rows: usize| QrError::Unsupported {
+        message: format!(
+            "a {rows}-row panel at {r} rows per warp exceeds the leaf panel's {MAX_WARPS} warps"
+        ),
+    };
+    let most = warps_for_rows(n, r)
         .filter(|_| valid_rows(r))
-        .ok_or_else(|| QrError::Unsupported {
-            message: format!(
-                "a {rows}-row panel at {r} rows per warp exceeds the leaf panel's {MAX_WARPS} warps"
-            ),
-        })?;
-    let f = engine.function(&SOURCE, &defines(warps, r), FACTOR)?;
+        .ok_or_else(|| unsupported(n))?;
+    let warps = warps_for_rows(n - p, r).ok_or_else(|| unsupported(n - p))?;
+    let f = engine.function(&SOURCE, &defines(most, r), FACTOR)?;
     let shape = Geometry {
         n,
         p,
@@ -110,8 +114,9 @@ pub(crate) fn launch(
     // the lanes' slots as panelmma.cu lays them out (dynamic_bytes); block
     // (0, b) touches only matrix mat0 + b, which lies in the batch (mats is
     // at most the grid's y limit, as the caller splits launches), and its
-    // warps hold at least n - p rows (warps_for_rows). No fold: the kernel
-    // ignores vprev and tprev.
+    // warps hold at least n - p rows (warps_for_rows), no more warps than
+    // the module's arrays take (n - p <= n). No fold: the kernel ignores
+    // vprev and tprev.
     unsafe { launch_panel(stream, &f, FACTOR, &shape, buf, None) }
 }
 

@@ -2,7 +2,9 @@
 // matrix; `Tuning::reg_panel_mma`).
 //
 // One launch factors the 32-column panel at column p of every matrix: one
-// block of PMMA_WARPS warps per matrix, warp q holding the panel rows
+// block of nw warps per matrix (as many as the panel's rows need, at most
+// PMMA_WARPS, which sizes the shared arrays: one module serves every
+// panel of a factorization), warp q holding the panel rows
 // q * PM_R .. q * PM_R + PM_R - 1 (PM_R = 8 * PMMA_G) in the layout of an
 // mma.sync.m16n8k8 operand: lane (g = lane / 4, t = lane % 4) holds, of
 // every group k of 8 rows and every block j of 8 columns, rows 2t and
@@ -55,7 +57,7 @@
 // No fold: the planner uses this kernel where the plan does not fold.
 
 #ifndef PMMA_WARPS
-#error "PMMA_WARPS (warps per block) must be defined by the launcher"
+#error "PMMA_WARPS (most warps of a block: the first panel's) must be defined by the launcher"
 #endif
 #ifndef PMMA_G
 #error "PMMA_G (groups of 8 rows per warp) must be defined by the launcher"
@@ -128,6 +130,7 @@ __device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& s
                                               bool& lfast) {
     const int g = lane >> 2, t = lane & 3;
     const bool top = warp == 0;
+    const int nw = blockDim.x >> 5;
     const int steps = min(8, w - 8 * L);
 #pragma unroll 1
     for (int i = 0; i < steps; ++i) {
@@ -160,9 +163,10 @@ __device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& s
         if (top && t == (i >> 1)) sh.rowv[par][g] = zr;
         __syncthreads();
         // 3. The block's sums and reflector r, in every lane.
+        // Absent warps add zeros: the values of a tree over nw.
         float xq[PMMA_WARPS];
 #pragma unroll
-        for (int q = 0; q < PMMA_WARPS; ++q) xq[q] = sh.red[par][q][g];
+        for (int q = 0; q < PMMA_WARPS; ++q) xq[q] = q < nw ? sh.red[par][q][g] : 0.0f;
         const float S = pairwise_sum_f32(xq);
         const float rv = sh.rowv[par][g];
         const float alpha = sh.rowv[par][i];
@@ -184,7 +188,8 @@ __device__ __forceinline__ void pm_leaf_steps(float (&z)[PMMA_G][2], PmShared& s
             __syncthreads();
             double D = 0.0;
 #pragma unroll
-            for (int q = 0; q < PMMA_WARPS; ++q) D += sh.redd[q][g];
+            for (int q = 0; q < PMMA_WARPS; ++q)
+                if (q < nw) D += sh.redd[q][g];
             const double dn2 = __shfl_sync(0xffffffffu, D, i * 4);
             st = qr_step_f64(alpha, dn2, D, rv, g > i);
             // The partials are read before any warp's next cold pass writes.
@@ -293,6 +298,7 @@ __device__ __forceinline__ void pm_leaf_end(float (&z)[PMMA_G][2], PmShared& sh,
                                             float lfs, double lsc, bool lfast) {
     const int g = lane >> 2, t = lane & 3;
     const int col = 8 * L + g;
+    const int nw = blockDim.x >> 5;
     // The leaf's columns become V below the diagonal (x times the column's
     // scale; tau = 0 left scale 1), as H stores them; R stays above.
     if (__all_sync(0xffffffffu, lfast)) {  // a float scale in every lane: the usual case
@@ -383,16 +389,17 @@ __device__ __forceinline__ void pm_leaf_end(float (&z)[PMMA_G][2], PmShared& sh,
     // Sum over the warps of X (other column c, leaf column l): an earlier
     // block's row is a Gram entry, a later block's column is W; the 8 lanes
     // of a column meet by shuffles for W2 = T_L^T W.
-    for (int e = tid; e < 24 * 8; e += PM_THREADS) {
+    for (int e = tid; e < 24 * 8; e += 32 * nw) {
         const int c = e >> 3, l = e & 7;
         const int j = PM_OTHER(L, c >> 3);
         const int pc = 8 * j + (c & 7);
         float xq[PMMA_WARPS];
 #pragma unroll
-        for (int q = 0; q < PMMA_WARPS; ++q) xq[q] = sh.xp[q][c][l];
+        for (int q = 0; q < PMMA_WARPS; ++q) xq[q] = q < nw ? sh.xp[q][c][l] : 0.0f;
         const float x = pairwise_sum_f32(xq);
-        // Every lane of the warp takes part in the shuffles (PM_THREADS and
-        // 192 are multiples of 32, so the loop keeps warps whole).
+        // Every lane of the warp takes part in the shuffles (the block's
+        // threads and 192 are multiples of 32, so the loop keeps warps
+        // whole).
         float y = 0.0f;
 #pragma unroll
         for (int m = 0; m < 8; ++m) {
@@ -461,6 +468,7 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
     __shared__ __align__(16) PmShared sh;
     extern __shared__ __align__(16) float2 pmdyn[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int nw = blockDim.x >> 5;
     const int g = lane >> 2, t = lane & 3;
     const int m = mat0 + blockIdx.y;
     const int rows = n - p;
@@ -494,7 +502,9 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
                 PM_SLOT(pmdyn, warp, j - 1, k, lane) = make_float2(e[0], e[1]);
             }
         }
-    for (int idx = tid; idx < PM_NB * (PM_NB + 1); idx += PM_THREADS) (&sh.gram[0][0])[idx] = 0.0;
+    for (int idx = tid; idx < PM_NB * (PM_NB + 1); idx += 32 * nw) (&sh.gram[0][0])[idx] = 0.0;
+    // The block max reads every warp's slot: absent warps hold zero.
+    if (tid >= nw && tid < PMMA_WARPS) sh.wmax[tid] = 0.0f;
     if (tid < PM_NB) sh.taus[tid] = 0.0f;
     const int ex = qr_scale_exponent(qr_block_max<PMMA_WARPS>(amax, sh.wmax, lane, warp));
     const PmScale down = pm_scale(ex);
@@ -554,5 +564,5 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
         }
     qr_mark_overflow(oflow, m, bad);
 
-    qr_panel_finish<PM_THREADS, 8>(sh.gram, sh.taus, tbuf, tau, oflow, m, n, p, w, tid);
+    qr_panel_finish<PM_THREADS, 8>(sh.gram, sh.taus, tbuf, tau, oflow, m, n, p, w, tid, 32 * nw);
 }
