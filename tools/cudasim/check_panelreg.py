@@ -176,7 +176,9 @@ def main():
             # Narrow panels too: leaves cut short by w (w < 32 with rows > w).
             # The module is the first panel's (n rows), the block as many
             # warps as the panel's rows need, as the engine launches it.
-            for n, p, w in panels + [(120, 76, 20), (64, 40, 12)]:
+            # 2048-row panels (16 warps of 128 rows, the full form only).
+            tall = [(2048, 0, 32), (2048, 2016, 32)] if grp == 16 else []
+            for n, p, w in panels + [(120, 76, 20), (64, 40, 12)] + tall:
                 most = -(-n // (8 * grp))
                 warps = -(-max(n - p, 1) // (8 * grp))
                 if most > 32:

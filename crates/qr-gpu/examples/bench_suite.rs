@@ -495,6 +495,23 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         None,
         &t,
     );
+    // 8 x 2048 with its panels in one block each (blocked forced: only the
+    // leaf panel holds 2048 rows, in 16 warps of 128) against its cluster
+    // plan (the sweep's baseline, "register panel mma 0" does not time it).
+    add(
+        &mut variants,
+        &["8,2048,1,dense"],
+        "register panel mma 128 blocked".to_string(),
+        Some(Strategy::Blocked),
+        &t,
+    );
+    add(
+        &mut variants,
+        &["8,2048,1,dense"],
+        "register panel mma 0 cluster".to_string(),
+        None,
+        &base,
+    );
     // 1024-row panels fit the column panel's registers from 96 rows a lane.
     for cols in [0u32, 96] {
         let t = Tuning {

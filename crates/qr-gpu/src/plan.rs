@@ -637,6 +637,14 @@ pub fn plan(
     let n = shape.n();
     let smem_n = smem_fit_n(device);
     let panel_rows = panel_fit_rows(device);
+    // The leaf panel (`reg_panel_mma`) where this batch may take it: its
+    // mma.sync with tf32 operands needs sm_80, and its block holds the
+    // first panel's rows (also past a shared-memory panel's: 2048 rows at
+    // 128 a warp).
+    let leaf = device.compute_capability >= (8, 0)
+        && (shape.batch() as u64)
+            >= u64::from(tuning.reg_panel_mma_min_batch_per_sm) * u64::from(device.sm_count)
+        && panelmma::fits(n, tuning.reg_panel_mma, device.smem_per_block_optin);
     let (strategy, reason) = match forced {
         Some(s) => (s, "forced by the caller".to_string()),
         None if n <= smem_n.min(tuning.smem_max_n) => (
@@ -747,7 +755,7 @@ pub fn plan(
             (p.tpc, p.threads, p.rows, p.lda, p.warp) = (l.tpc, l.threads, l.rows, l.lda, l.warp);
         }
         Strategy::Blocked => {
-            if n > panel_rows {
+            if n > panel_rows && !leaf {
                 return Err(QrError::Unsupported {
                     message: format!(
                         "strategy blocked holds a whole panel in one block: n = {n} > {panel_rows} rows on {}",
@@ -807,6 +815,14 @@ pub fn plan(
                 if alone {
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }
+            } else if n > panel_rows {
+                // Only the leaf panel holds these rows (`leaf`): the register
+                // path (a block alone, its rows in registers and lane-private
+                // shared memory), which it takes below.
+                p.panel.threads =
+                    32 * panelmma::warps_for_rows(n, tuning.reg_panel_mma).unwrap_or(1) as u32;
+                p.panel.rows_per_thread = 1;
+                p.panel.fold = false;
             }
             p.panel.two_level = p.panel.tensor_trailing
                 && p.panel.rows_per_thread == 0
@@ -875,6 +891,7 @@ pub fn plan(
     // spill, NVRTC 13.5).
     p.panel.reg_halves = tuning.reg_panel_halves
         && strategy == Strategy::Blocked
+        && n <= panel_rows
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
     // The column panel: a block alone on the register panel without the
@@ -903,13 +920,10 @@ pub fn plan(
     // takes the column panel's place too. Its mma.sync with tf32 operands
     // needs sm_80.
     p.panel.reg_mma = if strategy == Strategy::Blocked
-        && device.compute_capability >= (8, 0)
+        && leaf
         && p.panel.rows_per_thread > 0
         && !p.panel.reg_halves
         && !p.panel.fold
-        && (shape.batch() as u64)
-            >= u64::from(tuning.reg_panel_mma_min_batch_per_sm) * u64::from(device.sm_count)
-        && panelmma::fits(n, tuning.reg_panel_mma, device.smem_per_block_optin)
     {
         tuning.reg_panel_mma
     } else {
@@ -1359,6 +1373,36 @@ mod tests {
         assert_eq!(leaf(&many, 640, 512).1, 64);
         assert_eq!(leaf(&many, 60, 1024).1, 0);
         assert_eq!(leaf(&many, 40, 352).1, 0);
+        // Forced blocked, 8 x 2048 (past a shared-memory panel's rows) takes
+        // it at 128 rows a warp (16 warps), and only with it.
+        let tall = Tuning {
+            reg_panel_mma: 128,
+            ..Tuning::default()
+        };
+        let p = plan(
+            Shape::new(8, 2048).unwrap(),
+            &d,
+            &tall,
+            Some(Strategy::Blocked),
+        )
+        .unwrap();
+        assert_eq!((p.panel.reg_mma, p.panel.rows_per_thread), (128, 1));
+        assert_eq!(p.defines()[0], ("PMMA_WARPS".into(), "16".into()));
+        assert!(
+            plan(
+                Shape::new(8, 2048).unwrap(),
+                &d,
+                &t,
+                Some(Strategy::Blocked)
+            )
+            .is_err()
+        );
+        assert_eq!(
+            plan(Shape::new(8, 2048).unwrap(), &d, &tall, None)
+                .unwrap()
+                .strategy,
+            Strategy::Cluster
+        );
         // Not before sm_80 (tf32 mma).
         let mut turing = d.clone();
         turing.compute_capability = (7, 5);

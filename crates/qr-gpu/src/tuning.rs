@@ -485,8 +485,11 @@ pub struct Tuning {
     /// panels of 4 to 1024 rows, narrow panels, 1e-30s, zero and tiny
     /// columns on the double path, V, T against the reflectors' product in
     /// float64, the same bits in another thread order; five planted bugs
-    /// caught, the 2-pass split among them). The sweep knob `register panel
-    /// mma` times 0, 32 and 64 (640 x 512, 60 x 1024).
+    /// caught, the 2-pass split among them). At 128 rows a warp it also
+    /// holds 2048-row panels (16 warps), which no other panel of a block
+    /// does: a blocked plan forced on 8 x 2048 takes it. The sweep knob
+    /// `register panel mma` times 0, 32 and 64 (40 x 352, 640 x 512, 60 x
+    /// 1024), 128 (60 x 1024, and 8 x 2048 blocked against its cluster plan).
     pub reg_panel_mma: u32,
     /// The leaf panel (`reg_panel_mma`) only for batches of at least this
     /// many matrices per SM (0: every batch). 0 until measured (session 20,

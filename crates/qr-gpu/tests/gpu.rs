@@ -996,7 +996,9 @@ fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 /// rows per warp, the fold off so that the few-matrix blocks alone take the
 /// register panel too: the planner's choice, sizes around the panel and
 /// tile edges, every distribution, 1e-30s, two runs bitwise identical, and
-/// overflowing inputs flagged as the row panel flags them.
+/// overflowing inputs flagged as the row panel flags them; and at 128 rows
+/// a warp on 2 x 2048, blocked forced (no other panel of a block holds
+/// those rows).
 fn register_panel_mma(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let rows = qr_gpu::Tuning {
         panel_fold: false,
@@ -1029,6 +1031,31 @@ fn register_panel_mma(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         panel_variant(g, &leaf, Strategy::Blocked, &label, seed)?;
         overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
     }
+    // 2048-row panels, past a shared-memory panel's rows: blocked forced,
+    // 16 warps of 128 rows.
+    let tall = qr_gpu::Tuning {
+        reg_panel_mma: 128,
+        ..qr_gpu::Tuning::default()
+    };
+    let b = (**g)
+        .clone()
+        .with_tuning(tall)
+        .with_strategy(Some(Strategy::Blocked));
+    let p = b.plan(Shape::new(2, 2048)?)?;
+    if p.panel.reg_mma != 128 {
+        return Err(format!("leaf panel 128: the planner chose {p}").into());
+    }
+    for (i, &case) in Case::ALL_QR_V2.iter().enumerate() {
+        let sp = spec(2, 2048, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 4300 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("register panel mma 128 {sp}"))?;
+    }
+    extreme_scales_twice(
+        &b,
+        spec(2, 2048, 1.0, Case::Dense),
+        (4350, 100),
+        "register panel mma 128",
+    )?;
     Ok(())
 }
 
