@@ -382,6 +382,14 @@ fn smem_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     zero_columns_on(&b, "smem warp", 32)
 }
 
+/// The GPU backend of `g`'s device with `tuning`, the blocked strategy forced.
+fn blocked(g: &Arc<GpuBackend>, tuning: qr_gpu::Tuning) -> GpuBackend {
+    (**g)
+        .clone()
+        .with_tuning(tuning)
+        .with_strategy(Some(Strategy::Blocked))
+}
+
 /// `sp`'s input (seeded `seed`) times 1e-30 and times 1e+30, with column
 /// `zero` zeroed, passes the gate on `b`, and two runs give the same bits.
 fn extreme_scales_twice(
@@ -850,10 +858,7 @@ fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         ..qr_gpu::Tuning::default()
     };
     panel_variant(g, &tuning, Strategy::Blocked, "two level", 1500)?;
-    let b = (**g)
-        .clone()
-        .with_tuning(tuning.clone())
-        .with_strategy(Some(Strategy::Blocked));
+    let b = blocked(g, tuning.clone());
     for n in [200, 300] {
         zero_columns_on(&b, "two level", n)?;
     }
@@ -874,10 +879,7 @@ fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         reg_panel_halves: true,
         ..qr_gpu::Tuning::default()
     };
-    let b = (**g)
-        .clone()
-        .with_tuning(tuning)
-        .with_strategy(Some(Strategy::Blocked));
+    let b = blocked(g, tuning);
     let plan = b.plan(Shape::new(40, 352)?)?;
     if !plan.panel.reg_halves {
         return Err(format!("halves not planned: {plan}").into());
@@ -914,10 +916,7 @@ fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     };
     panel_variant(g, &sums, Strategy::Blocked, "smem sum", 3500)?;
     panel_variant(g, &sums, Strategy::Cluster, "cluster smem sum", 3600)?;
-    let b = (**g)
-        .clone()
-        .with_tuning(sums.clone())
-        .with_strategy(Some(Strategy::Blocked));
+    let b = blocked(g, sums.clone());
     let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
     overflow_flagged_alike(&b, &whole, &[333, 512], "smem sum", false)?;
     for base in [qr_gpu::Tuning::default(), sums] {
@@ -946,20 +945,14 @@ fn register_panel_columns(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         panel_fold: false,
         ..qr_gpu::Tuning::default()
     };
-    let whole = (**g)
-        .clone()
-        .with_tuning(rows.clone())
-        .with_strategy(Some(Strategy::Blocked));
+    let whole = blocked(g, rows.clone());
     for (r, rolled, seed) in [(32u32, false, 3800u64), (64, false, 3900), (32, true, 4000)] {
         let cols = qr_gpu::Tuning {
             reg_panel_columns: r,
             reg_panel_columns_rolled: rolled,
             ..rows.clone()
         };
-        let b = (**g)
-            .clone()
-            .with_tuning(cols.clone())
-            .with_strategy(Some(Strategy::Blocked));
+        let b = blocked(g, cols.clone());
         for shape in [Shape::new(3, 513)?, Shape::new(640, 512)?] {
             let p = b.plan(shape)?;
             if p.panel.reg_columns != r {
@@ -1004,19 +997,13 @@ fn register_panel_mma(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         panel_fold: false,
         ..qr_gpu::Tuning::default()
     };
-    let whole = (**g)
-        .clone()
-        .with_tuning(rows.clone())
-        .with_strategy(Some(Strategy::Blocked));
+    let whole = blocked(g, rows.clone());
     for (r, seed) in [(32u32, 4100u64), (64, 4200)] {
         let leaf = qr_gpu::Tuning {
             reg_panel_mma: r,
             ..rows.clone()
         };
-        let b = (**g)
-            .clone()
-            .with_tuning(leaf.clone())
-            .with_strategy(Some(Strategy::Blocked));
+        let b = blocked(g, leaf.clone());
         for shape in [
             Shape::new(3, 513)?,
             Shape::new(640, 512)?,
@@ -1037,10 +1024,7 @@ fn register_panel_mma(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         reg_panel_mma: 128,
         ..qr_gpu::Tuning::default()
     };
-    let b = (**g)
-        .clone()
-        .with_tuning(tall)
-        .with_strategy(Some(Strategy::Blocked));
+    let b = blocked(g, tall);
     let p = b.plan(Shape::new(2, 2048)?)?;
     if p.panel.reg_mma != 128 {
         return Err(format!("leaf panel 128: the planner chose {p}").into());
