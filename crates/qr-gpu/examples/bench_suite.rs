@@ -497,18 +497,18 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     );
     // 8 x 2048 with its panels in one block each (blocked forced: only the
     // leaf panel holds 2048 rows, in 16 warps of 128) against its cluster
-    // plan (the sweep's baseline, "register panel mma 0" does not time it).
+    // plan (0: the planner's), one table of sweep_table.py.
     add(
         &mut variants,
         &["8,2048,1,dense"],
-        "register panel mma 128 blocked".to_string(),
+        "register panel mma tall 128".to_string(),
         Some(Strategy::Blocked),
         &t,
     );
     add(
         &mut variants,
         &["8,2048,1,dense"],
-        "register panel mma 0 cluster".to_string(),
+        "register panel mma tall 0".to_string(),
         None,
         &base,
     );
