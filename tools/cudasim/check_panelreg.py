@@ -27,6 +27,7 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cudasim  # noqa: E402
 
 EPS = 2.0 ** -23
+HARNESS = "panel_harness.cpp"
 
 
 def threads_for_rows(rows, rpt, min_threads, max_threads):
@@ -183,11 +184,8 @@ def main():
                 warps = -(-max(n - p, 1) // (8 * grp))
                 if most > 32:
                     continue
-                defs = [f"-DPMMA_WARPS={most}", f"-DPMMA_G={grp}"]
-                binary = os.path.join(d, f"pmma_{most}_{grp}")
-                if not os.path.exists(binary):
-                    cudasim.build("panelmma", os.path.join(cudasim.HERE, "panel_harness.cpp"),
-                                  binary, defs)
+                binary = cudasim.built(d, "panelmma", HARNESS,
+                                       [f"-DPMMA_WARPS={most}", f"-DPMMA_G={grp}"])
                 check_run(binary, 32 * warps, n, p, w,
                           f"panelmma {warps} of {most} warps x {8 * grp} rows n {n} p {p} w {w}")
         # (rows per lane, warp 0 rolled): every layout unrolled, two rolled.
@@ -195,12 +193,9 @@ def main():
         for r, rolled in ([] if args.only in ("panelreg", "panelmma") else layouts):
             for n, p, w in panels:
                 warps = pcol_warps(n - p, r, rolled)
-                defs = [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0",
-                        f"-DPCOL_TOP_ROLLED={rolled}"]
-                binary = os.path.join(d, f"pcol_{warps}_{r}_{rolled}")
-                if not os.path.exists(binary):
-                    cudasim.build("panelcol", os.path.join(cudasim.HERE, "panel_harness.cpp"),
-                                  binary, defs)
+                binary = cudasim.built(d, "panelcol", HARNESS,
+                                       [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0",
+                                        f"-DPCOL_TOP_ROLLED={rolled}"])
                 check_run(binary, 32 * warps, n, p, w,
                           f"panelcol {warps} warps x {r} rolled {rolled} n {n} p {p} w {w}")
         # The fold: the panel at P - 32, then the panel at P applying the
@@ -230,9 +225,7 @@ def main():
                                                   "-DPREG_SMEM_SUM=0", "-DPREG_UNROLL=2"],
                                      threads, n, P, f"panelreg fold {threads}x1"))
         for fam, defs, threads, n, P, label in fold_kernels:
-            binary = os.path.join(d, "fold_" + "_".join(x.split("=")[1] for x in defs))
-            if not os.path.exists(binary):
-                cudasim.build(fam, os.path.join(cudasim.HERE, "panel_harness.cpp"), binary, defs)
+            binary = cudasim.built(d, fam, HARNESS, defs)
             p0 = P - 32
             zc = p0 + 5
             a = inputs(np.random.default_rng([n, P, 7]), 8, n, p0, zc)
@@ -267,10 +260,7 @@ def main():
                             "-DPREG_CLUSTER=0", "-DPREG_FOLD=0", "-DPREG_ONEBAR=0",
                             f"-DPREG_HALVES={halves}", f"-DPREG_SMEM_SUM={smem_sum}",
                             f"-DPREG_UNROLL={unroll}"]
-                    binary = os.path.join(d, "preg_" + "_".join(x.split("=")[1] for x in defs))
-                    if not os.path.exists(binary):
-                        cudasim.build("panelreg", os.path.join(cudasim.HERE, "panel_harness.cpp"),
-                                      binary, defs)
+                    binary = cudasim.built(d, "panelreg", HARNESS, defs)
                     tag = f"{threads}x{rpt} halves {halves} smem sum {smem_sum} unroll {unroll} n {n} p {p} w {w}"
                     raw = check_run(binary, threads, n, p, w, tag)
                     key = (n, p, w, smem_sum)

@@ -40,6 +40,16 @@ def build(family, harness, out, defines):
     subprocess.run(cmd, check=True)
 
 
+def built(directory, family, harness, defines):
+    """The harness binary of `family` with `defines` in `directory`, built
+    on first use (named by the family and the defines' values)."""
+    name = family + "_" + "_".join(x.split("=", 1)[1] for x in defines)
+    binary = os.path.join(directory, name)
+    if not os.path.exists(binary):
+        build(family, os.path.join(HERE, harness), binary, defines)
+    return binary
+
+
 def run(binary, args, arrays, seed=0):
     """Runs a harness: `arrays` (the first two int32 batch and n, the rest
     float32) written to its input file, `args` before the input and output

@@ -438,18 +438,18 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
             &folding,
         );
     }
-    // The column panel with warp 0's steps rolled (masks and selects) or
-    // unrolled (straight-line code).
-    for (cols, rolled) in [(32u32, true), (64, true), (72, true)] {
+    // The column panel with warp 0's steps rolled (masks and selects),
+    // beside the unrolled ones above (straight-line code).
+    for cols in [32u32, 64, 72] {
         let t = Tuning {
             reg_panel_columns: cols,
-            reg_panel_columns_rolled: rolled,
+            reg_panel_columns_rolled: true,
             ..base.clone()
         };
         add(
             &mut variants,
             &DENSE_CASES[2..4],
-            format!("register panel columns {cols} rolled {rolled}"),
+            format!("register panel columns {cols} rolled true"),
             None,
             &t,
         );

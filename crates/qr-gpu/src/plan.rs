@@ -887,11 +887,21 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && (!p.panel.checks_aside || tuning.graphs_beside_checks);
+    // The leaf panel: a block alone on the register panel without the
+    // fold, where the first panel's rows fit its block (`leaf`); it takes
+    // the halves' and the column panel's place (and is the only panel of a
+    // block past a shared-memory panel's rows).
+    p.panel.reg_mma =
+        if strategy == Strategy::Blocked && leaf && p.panel.rows_per_thread > 0 && !p.panel.fold {
+            tuning.reg_panel_mma
+        } else {
+            0
+        };
     // Halves: one row per thread only (at two, the kernel's 128 registers
     // spill, NVRTC 13.5).
     p.panel.reg_halves = tuning.reg_panel_halves
         && strategy == Strategy::Blocked
-        && n <= panel_rows
+        && p.panel.reg_mma == 0
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
     // The column panel: a block alone on the register panel without the
@@ -906,6 +916,7 @@ pub fn plan(
         })
     };
     p.panel.reg_columns = if strategy == Strategy::Blocked
+        && p.panel.reg_mma == 0
         && p.panel.rows_per_thread > 0
         && !p.panel.reg_halves
         && panelcol::fits(n, tuning.reg_panel_columns, p.panel.fold, rolled)
@@ -915,23 +926,6 @@ pub fn plan(
     } else {
         0
     };
-    // The leaf panel: a block alone on the register panel without the
-    // halves or the fold, where the first panel's rows fit its block; it
-    // takes the column panel's place too. Its mma.sync with tf32 operands
-    // needs sm_80.
-    p.panel.reg_mma = if strategy == Strategy::Blocked
-        && leaf
-        && p.panel.rows_per_thread > 0
-        && !p.panel.reg_halves
-        && !p.panel.fold
-    {
-        tuning.reg_panel_mma
-    } else {
-        0
-    };
-    if p.panel.reg_mma > 0 {
-        p.panel.reg_columns = 0;
-    }
     p.panel.fused_checks = tuning.fused_checks
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0

@@ -463,7 +463,7 @@ pub struct Tuning {
     pub reg_panel_columns_rolled: bool,
     /// Rows per warp of the leaf panel (`panelmma_factor_f32`) that replaces
     /// the row-per-thread register panel of a block alone without the fold
-    /// or the halves (and the column panel); 0: never, else a multiple of 8
+    /// (and the halves and the column panel); 0: never, else a multiple of 8
     /// from 32 (32, 64, 128 swept). 0
     /// until measured: written in session 20 without a device. The panel is
     /// factored as four leaves of 8 columns: a reflector touches only its

@@ -228,6 +228,19 @@ __device__ __forceinline__ float qr_block_max(float amax, float* wmax, int lane,
     return bmax;
 }
 
+// Whether the panel at column p of matrix m is skipped: in place (`src` is
+// h), columns from zcol[m] on are zero in the input and stay zero, so the
+// panel's factorization is tau = 0 and nothing else, which this writes
+// (panel.cu's rule; the same answer in every thread of the matrix).
+__device__ __forceinline__ bool qr_zero_panel(const float* h, const float* src,
+                                              const int* __restrict__ zcol,
+                                              float* __restrict__ tau, int m, int n, int p, int w,
+                                              int tid) {
+    if (src != h || p < zcol[m]) return false;
+    if (tid < w) tau[(long long)m * n + p + tid] = 0.0f;
+    return true;
+}
+
 // A 32-column panel's last step, by every thread of a block of THREADS:
 // T from the Gram columns in `gram` (larft_blocked, from groups of B0 whose
 // T the caller formed) into tbuf (matrix m's 32 x 32, zero outside the

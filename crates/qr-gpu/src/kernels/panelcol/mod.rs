@@ -101,9 +101,8 @@ pub(crate) fn launch(
         })?;
     let threads = 32 * warps as u32;
     let f = engine.function(&SOURCE, &defines(warps, r, fold, rolled), FACTOR)?;
-    // This launch folds when the plan does and a previous panel exists.
-    let folds = fold && p >= NB && prev.is_some();
-    let bytes = if folds {
+    let prev = super::panelreg::fold_source(fold, p, prev);
+    let bytes = if prev.is_some() {
         super::panelreg::fold_bytes(threads, rows)
     } else {
         0
@@ -126,16 +125,7 @@ pub(crate) fn launch(
     // matrix mat0 + b, which lies in the batch (mats is at most the grid's
     // y limit, as the caller splits launches), and its warps hold at least
     // n - p rows (warps_for_rows).
-    unsafe {
-        launch_panel(
-            stream,
-            &f,
-            FACTOR,
-            &shape,
-            buf,
-            folds.then_some(prev).flatten(),
-        )
-    }
+    unsafe { launch_panel(stream, &f, FACTOR, &shape, buf, prev) }
 }
 
 #[cfg(test)]

@@ -278,12 +278,7 @@ extern "C" __global__ void __launch_bounds__(PCOL_THREADS, PCOL_MIN_BLOCKS)
     const int rows = n - p;
     float* hm = h + (long long)m * n * n + (long long)p * n + p;
     const float* sm = src + (long long)m * n * n + (long long)p * n + p;
-    // Columns from zcol[m] on are zero in the input and stay zero: tau = 0
-    // and nothing else (panel.cu's rule).
-    if (src == h && p >= zcol[m]) {  // uniform over the block
-        if (tid < w) tau[(long long)m * n + p + tid] = 0.0f;
-        return;
-    }
+    if (qr_zero_panel(h, src, zcol, tau, m, n, p, w, tid)) return;  // uniform over the block
     // Warp 0 holds 32 rows when its steps unroll (its code stays short),
     // PCOL_ZR like every warp when they are rolled.
     constexpr int kTop = PCOL_TOP_ROLLED ? PCOL_ZR : 32;

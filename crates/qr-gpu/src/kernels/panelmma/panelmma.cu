@@ -474,12 +474,7 @@ extern "C" __global__ void __launch_bounds__(PM_THREADS, PM_MIN_BLOCKS)
     const int rows = n - p;
     float* hm = h + (long long)m * n * n + (long long)p * n + p;
     const float* sm = src + (long long)m * n * n + (long long)p * n + p;
-    // Columns from zcol[m] on are zero in the input and stay zero: tau = 0
-    // and nothing else (panel.cu's rule).
-    if (src == h && p >= zcol[m]) {  // uniform over the block
-        if (tid < w) tau[(long long)m * n + p + tid] = 0.0f;
-        return;
-    }
+    if (qr_zero_panel(h, src, zcol, tau, m, n, p, w, tid)) return;  // uniform over the block
     const int rbase = warp * PM_R;
     // Block 0 into the registers, blocks 1 .. 3 into slots 0 .. 2.
     float z[PMMA_G][2];

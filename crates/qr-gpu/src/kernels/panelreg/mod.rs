@@ -108,6 +108,13 @@ pub(crate) fn defines(
 /// with `fold_bytes`, on a block's shared memory.
 pub(crate) const FOLD_STATIC_BYTES: usize = 32 << 10;
 
+/// The previous panel's V and T buffers when this launch folds: the plan
+/// folds (`fold`), and a previous panel exists (`p` past the first, `prev`
+/// given).
+pub(crate) fn fold_source(fold: bool, p: usize, prev: Option<(u64, u64)>) -> Option<(u64, u64)> {
+    prev.filter(|_| fold && p >= NB)
+}
+
 /// Dynamic shared memory of a folding launch over `rows` rows in blocks of
 /// `threads`: the rows themselves, then the fold's V over `rows + 32` rows,
 /// a 32 x 32 partial per 64 threads, W and W2 (`qr_fold_apply`).
@@ -196,9 +203,8 @@ pub(crate) fn launch(
         ),
         FACTOR,
     )?;
-    // This launch folds when the plan does and a previous panel exists.
-    let folds = fold && p >= NB && prev.is_some();
-    let bytes = if folds {
+    let prev = fold_source(fold, p, prev);
+    let bytes = if prev.is_some() {
         fold_bytes(threads, chunk)
     } else if self::smem_sum(smem_sum, threads, cluster, (fold, one_barrier, halves)) {
         smem_sum_bytes(threads)
@@ -225,16 +231,7 @@ pub(crate) fn launch(
     // caller splits launches), and each chunk fits its block (checked
     // above). The kernel's compile-time cluster size equals the grid's x
     // extent, so a cluster is one matrix.
-    unsafe {
-        launch_panel(
-            stream,
-            &f,
-            FACTOR,
-            &shape,
-            buf,
-            folds.then_some(prev).flatten(),
-        )
-    }
+    unsafe { launch_panel(stream, &f, FACTOR, &shape, buf, prev) }
 }
 
 /// Where a register panel launch runs: the panel at column `p` (width `w`)

@@ -133,25 +133,22 @@ struct alignas(16) tc_f4 {
     float x[4];
 };
 
-__device__ __forceinline__ float tc_bits_to_f32(unsigned u) { return qr_bits_f32(u); }
-
 // ---- splits: x = hi + lo, each part in the mma's input format ----
 
 #if TC_SPLIT == 0
 // One tf32 register per value (prelude.cu's qr_tf32: rounded to nearest,
 // ties away, in two integer instructions); a NaN stays a NaN in A2 itself
 // (only its split operand may change), so its matrix is still flagged.
-__device__ __forceinline__ unsigned tc_tf32(float x) { return qr_tf32(x); }
 __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
-    hi = tc_tf32(x);
-    const float rest = x - tc_bits_to_f32(hi);  // exact
+    hi = qr_tf32(x);
+    const float rest = x - qr_bits_f32(hi);  // exact
 #if TC_LO_RZ
     // The tensor cores read a tf32 operand's top 19 bits, so the unrounded
     // rest enters the product truncated: its dropped bits lie below 2^-21
     // of x (TC_LO_RZ, Tuning::tensor_lo_truncate).
     lo = qr_f32_bits(rest);
 #else
-    lo = tc_tf32(rest);
+    lo = qr_tf32(rest);
 #endif
 }
 #else
@@ -172,8 +169,8 @@ __device__ __forceinline__ void tc_unpack(unsigned p, float& e0, float& e1) {
         : "=f"(e0), "=f"(e1)
         : "r"(p));
 #else
-    e0 = tc_bits_to_f32(p << 16);
-    e1 = tc_bits_to_f32(p & 0xffff0000u);
+    e0 = qr_bits_f32(p << 16);
+    e1 = qr_bits_f32(p & 0xffff0000u);
 #endif
 }
 __device__ __forceinline__ void tc_split2(float e0, float e1, unsigned& hi, unsigned& lo) {
