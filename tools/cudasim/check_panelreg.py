@@ -26,7 +26,6 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cudasim  # noqa: E402
 
-EPS = 2.0 ** -23
 HARNESS = "panel_harness.cpp"
 
 
@@ -57,20 +56,14 @@ def check_panel(a, h, tau, v, t, oflow, p, w, tag, vt=True):
     the residual and orthogonality, the V and T buffers where `vt` (w <= 32),
     the overflow mark, nothing written outside."""
     bad = []
-    n = a.shape[0]
-    rows = n - p
-    ap = a[p:, p:p + w].astype(np.float64)
     hp = h[p:, p:p + w].astype(np.float64)
     taus = tau[p:p + w].astype(np.float64)
-    _, q = reflectors(hp, taus, w)
-    r = np.triu(hp)
-    na = max(np.abs(ap).sum(axis=0).max(), 1e-300)
-    sfr = np.abs(r - q.T @ ap).sum(axis=0).max() / (rows * EPS * na)
-    orth = np.abs(q.T @ q - np.eye(rows)).sum(axis=0).max() / (rows * EPS)
+    vq = cudasim.reflectors(hp, taus)
+    sfr, orth = cudasim.gate(a[p:, p:p + w], hp, taus, vq[1])
     if not (sfr <= 5 and orth <= 25):
         bad.append(f"{tag}: sfr {sfr:.3g} orth {orth:.3g}")
     if vt:
-        bad += check_vt(hp, taus, v, t, w, tag)
+        bad += check_vt(hp, taus, v, t, w, tag, vq)
     if oflow != 0:
         bad.append(f"{tag}: overflow marked")
     # Outside the panel nothing changes.
@@ -80,23 +73,13 @@ def check_panel(a, h, tau, v, t, oflow, p, w, tag, vt=True):
     return bad, sfr, orth
 
 
-def reflectors(hp, taus, w):
-    """V (unit lower) and Q = H_0 .. H_{w-1} of a factored panel `hp`."""
-    rows = hp.shape[0]
-    vv = np.tril(hp[:, :w], -1)
-    vv[np.arange(w), np.arange(w)] = 1.0
-    q = np.eye(rows)
-    for j in reversed(range(w)):
-        q -= taus[j] * np.outer(vv[:, j], vv[:, j] @ q)
-    return vv, q
-
-
-def check_vt(hp, taus, v, t, w, tag):
+def check_vt(hp, taus, v, t, w, tag, vq=None):
     """Failures of a panel's V buffer (H's reflectors, zero padded) and T
-    (I - V T V^T the reflectors' product)."""
+    (I - V T V^T the reflectors' product); `vq`: cudasim.reflectors' V and
+    Q where the caller has them."""
     bad = []
     rows = hp.shape[0]
-    vv, q = reflectors(hp, taus, w)
+    vv, q = vq if vq is not None else cudasim.reflectors(hp, taus)
     want_v = np.zeros((rows, 32))
     want_v[:, :w] = vv
     if not np.array_equal(v[:rows].astype(np.float64), want_v):

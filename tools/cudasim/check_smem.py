@@ -19,7 +19,7 @@ import numpy as np
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import cudasim  # noqa: E402
 
-EPS = 2.0 ** -23
+EPS = cudasim.EPS
 
 
 def col_scale(a, cond):
@@ -89,28 +89,6 @@ def run(binary, entry, threads, a, seed=0):
     return h, tau, info, raw
 
 
-def q_from(h, tau):
-    n = h.shape[0]
-    q = np.eye(n)
-    for j in reversed(range(n)):
-        v = np.zeros(n)
-        v[j] = 1.0
-        v[j + 1:] = h[j + 1:, j]
-        q -= float(tau[j]) * np.outer(v, v @ q)
-    return q
-
-
-def gate(a, h, tau):
-    n = a.shape[0]
-    q = q_from(h.astype(np.float64), tau.astype(np.float64))
-    r = np.triu(h.astype(np.float64))
-    ad = a.astype(np.float64)
-    na = max(np.abs(ad).sum(axis=0).max(), 1e-300)
-    sfr = np.abs(r - q.T @ ad).sum(axis=0).max() / (n * EPS * na)
-    orth = np.abs(q.T @ q - np.eye(n)).sum(axis=0).max() / (n * EPS)
-    return sfr, orth
-
-
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--orders", default="1,2,3,4,5,7,8,13,16,17,24,31,32")
@@ -137,7 +115,7 @@ def main():
                         if info[m] != 0:
                             failures.append(f"{tag} #{m}: info {info[m]}")
                             continue
-                        sfr, orth = gate(a[m], h[m], tau[m])
+                        sfr, orth = cudasim.gate(a[m], h[m], tau[m])
                         worst = (max(worst[0], sfr), max(worst[1], orth))
                         if not (sfr <= 5 and orth <= 25):
                             failures.append(f"{tag} #{m}: sfr {sfr:.3g} orth {orth:.3g}")

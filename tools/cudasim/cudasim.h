@@ -63,9 +63,6 @@ inline double __longlong_as_double(long long i) { return sim_bits<double>(i); }
 // `extern __shared__` arrays here).
 alignas(16) inline unsigned char sim_dyn_smem[232448];
 
-// Every thread of a block is a fiber (ucontext) on one host thread, run
-// round-robin; a barrier parks a fiber until its party has arrived, so runs
-// are deterministic and a thread switch costs a context swap.
 // One cp.async copy, applied when a wait_group completes its group.
 struct SimCopy {
     unsigned char* dst;
@@ -73,11 +70,20 @@ struct SimCopy {
     int bytes;
 };
 
+// A copy lands: its bytes, then zeros to 16.
+inline void sim_land(const SimCopy& c) {
+    std::memcpy(c.dst, c.src, (size_t)c.bytes);
+    std::memset(c.dst + c.bytes, 0, (size_t)(16 - c.bytes));
+}
+
 struct SimBarrier {
     unsigned expected = 0, arrived = 0, generation = 0;
     bool warp = false;  // a warp's own (shuffles, __syncwarp, mma)
 };
 
+// Every thread of a block is a fiber (ucontext) on one host thread; a
+// barrier parks a fiber until its party has arrived, and the order the
+// warps run in is sim_launch's (the same every run for one CUDASIM_SEED).
 struct SimFiber {
     sim_dim3 tid, bid;
     ucontext_t ctx;
@@ -241,12 +247,10 @@ inline unsigned long long sim_seed_next();
 // shows as other bits.
 inline void sim_cp_async16(unsigned dst, const void* src, int bytes, unsigned long long) {
     const SimCopy c{sim_dyn_smem + (int)dst, static_cast<const unsigned char*>(src), bytes};
-    if (sim_seed_next() & 1) {
-        std::memcpy(c.dst, c.src, (size_t)c.bytes);
-        std::memset(c.dst + c.bytes, 0, (size_t)(16 - c.bytes));
-        return;
-    }
-    sim_cur->cp_open.push_back(c);
+    if (sim_seed_next() & 1)
+        sim_land(c);
+    else
+        sim_cur->cp_open.push_back(c);
 }
 inline void sim_cp_commit() {
     sim_cur->cp_groups.push_back(std::move(sim_cur->cp_open));
@@ -255,10 +259,7 @@ inline void sim_cp_commit() {
 inline void sim_cp_wait(unsigned pending) {
     auto& g = sim_cur->cp_groups;
     while (g.size() > pending) {
-        for (const SimCopy& c : g.front()) {
-            std::memcpy(c.dst, c.src, (size_t)c.bytes);
-            std::memset(c.dst + c.bytes, 0, (size_t)(16 - c.bytes));
-        }
+        for (const SimCopy& c : g.front()) sim_land(c);
         g.erase(g.begin());
     }
 }

@@ -81,6 +81,43 @@ def take(raw, shapes):
     return out
 
 
+# float32's unit roundoff, the gate's unit.
+EPS = 2.0 ** -23
+
+
+def reflectors(h, tau):
+    """V (unit lower) and Q = H_0 .. H_{w-1} (rows x rows, float64) of a
+    factored panel `h` (rows x w: R on and above the diagonal, the
+    reflectors below) and its `tau`."""
+    import numpy as np
+
+    h = np.asarray(h, dtype=np.float64)
+    rows, w = h.shape
+    vv = np.tril(h, -1)
+    vv[np.arange(w), np.arange(w)] = 1.0
+    q = np.eye(rows)
+    for j in reversed(range(w)):
+        q -= float(tau[j]) * np.outer(vv[:, j], vv[:, j] @ q)
+    return vv, q
+
+
+def gate(a, h, tau, q=None):
+    """The project's scaled residual and orthogonality (float64) of the
+    factorization `h`, `tau` of the panel `a` (rows x w); `q`: its
+    reflectors' product where the caller has it."""
+    import numpy as np
+
+    if q is None:
+        _, q = reflectors(h, tau)
+    rows = q.shape[0]
+    ad = np.asarray(a, dtype=np.float64)
+    na = max(np.abs(ad).sum(axis=0).max(), 1e-300)
+    sfr = np.abs(np.triu(np.asarray(h, dtype=np.float64)) - q.T @ ad).sum(axis=0).max() / (
+        rows * EPS * na)
+    orth = np.abs(q.T @ q - np.eye(rows)).sum(axis=0).max() / (rows * EPS)
+    return sfr, orth
+
+
 def report(summary, failures):
     """Prints the summary line and every failure, and exits non-zero on any."""
     print(summary)
