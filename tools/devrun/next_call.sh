@@ -22,9 +22,9 @@
 #      tensor_lo_rounded, tensor_l2_hints and tensor_tile_pairs,
 #      register_panel_smem_sum (session 18), smem_warp and
 #      register_panel_columns (session 19), register_panel_mma (session
-#      20); the other two seeds of the
-#      issue; where time is left, ncu of the column panel and the warp
-#      kernel beside the kernels they would replace.
+#      20); the other two seeds of the issue; where time is left, ncu of
+#      the leaf and column panels and the warp kernel beside the kernels
+#      they would replace.
 # The sweeps do not gate what they time: part 2 says whether each switch is
 # right on the device. Session 19 checked every new kernel and switch under
 # the host emulator (tools/cudasim/run_checks.sh), bits included.
