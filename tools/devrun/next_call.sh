@@ -1,14 +1,19 @@
 #!/usr/bin/env bash
-# The first device calls after sessions 18 to 20, which had no device:
-# everything written since session 17's last run, in two calls of at most
-# 585 s each (costs from session 17: GPU tests 212 s for 92 tests, a suite
-# 31 s, a sweep variant under 1 s plus its compiles, about 0.8 s a module
-# for the new kernels, the seed anchor about 110 s).
+# The first device calls after sessions 18 to 21, which ran nothing on a
+# device (session 21's one started call lost its machine after about 370 s
+# and returned nothing): everything written since session 17's last run,
+# in calls of at most 585 s each (costs from session 17: GPU tests 212 s
+# for 92 tests, a suite 31 s, a sweep variant under 1 s plus its compiles,
+# about 0.8 s a module for the new kernels, the seed anchor about 110 s).
 # Stage the build first:
 #   bash tools/devrun/prepare.sh NAME
 # then the device tool's `run` with carry [".devrun"] and
+#   bash tools/devrun/next_call.sh NAME short (about 400 s: the leaf
+#                                              panel's test and sweep, the
+#                                              set beside the seed)
 #   bash tools/devrun/next_call.sh NAME 1     (measure)
 #   bash tools/devrun/next_call.sh NAME 2     (check)
+# Short calls first: a machine lost mid-call returns none of $OUT.
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
 #   1: sweep_panel.txt, suite0.txt, anchor.txt, sweep.txt: the sweeps of
@@ -44,28 +49,42 @@ t() {
     echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
-if [ "$part" = 1 ]; then
+if [ "$part" = short ]; then
+    # Session 21: one call of about 400 s after a machine was lost mid-call
+    # (nothing came back): the leaf panel's test and sweep, then the
+    # benchmark set beside the seed. Every step is killed 5 s after its
+    # limit, so a hung launch cannot hold the machine.
+    QR_REQUIRE_GPU=1 t timeout -k 5 60 "$b/gpu_tests" register_panel_mma >"$out/tests_mma.log" 2>&1
+    t timeout -k 5 100 "$b/bench_suite" --sweep --only "register panel mma" >"$out/sweep_mma.txt" 2>&1
+    t timeout -k 5 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
+    SEED=$PWD/.devrun/qr_v2_submission.txt t timeout -k 5 150 \
+        python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
+elif [ "$part" = 1 ]; then
     # The panels' sweep first (the leaf panel of session 20 leading it, a
     # module per plan; the column panel compiles one per block size of each
     # variant, about 1 s each), the suite and the seed, then the update's
     # switches (few modules) in the time left.
-    t timeout 300 "$b/bench_suite" --sweep \
+    # The new panels' and the warp kernel's tests first, so that a switch
+    # the sweep finds faster is known right before it is turned on.
+    QR_REQUIRE_GPU=1 t timeout -k 5 90 "$b/gpu_tests" register_panel >"$out/tests_panel.log" 2>&1
+    QR_REQUIRE_GPU=1 t timeout -k 5 30 "$b/gpu_tests" smem_warp >"$out/tests_warp.log" 2>&1
+    t timeout -k 5 240 "$b/bench_suite" --sweep \
         --only "register panel mma,register panel columns,smem warp,register panel halves,register panel smem sum" >"$out/sweep_panel.txt" 2>&1
-    t timeout 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
-    SEED=$PWD/.devrun/qr_v2_submission.txt t timeout 150 \
+    t timeout -k 5 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
+    SEED=$PWD/.devrun/qr_v2_submission.txt t timeout -k 5 150 \
         python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
     left=$((585 - SECONDS))
     if [ "$left" -gt 30 ]; then
-        t timeout "$left" "$b/bench_suite" --sweep \
+        t timeout -k 5 "$left" "$b/bench_suite" --sweep \
             --only "tensor update reverse,tensor tile pairs" >"$out/sweep.txt" 2>&1
     else
         echo "update sweep skipped: $left s left" >>"$out/log.txt"
     fi
 else
-    QR_REQUIRE_GPU=1 t timeout 480 "$b/gpu_tests" >"$out/gpu_tests.log" 2>&1
+    QR_REQUIRE_GPU=1 t timeout -k 5 480 "$b/gpu_tests" >"$out/gpu_tests.log" 2>&1
     for s in 1 2; do
         if [ $((585 - SECONDS)) -gt 40 ]; then
-            t timeout 40 "$b/qr" suite --backend gpu --set benchmarks --seed "$s" >"$out/suite$s.txt" 2>&1
+            t timeout -k 5 40 "$b/qr" suite --backend gpu --set benchmarks --seed "$s" >"$out/suite$s.txt" 2>&1
         fi
     done
     # Where time is left: one launch of each new kernel under ncu --set full
@@ -75,7 +94,7 @@ else
     prof() {
         local file=$1 kernel=$2 knob=$3 spec=$4
         if [ $((585 - SECONDS)) -gt 70 ]; then
-            t timeout 65 ncu --set full --kernel-name "$kernel" --launch-count 1 \
+            t timeout -k 5 65 ncu --set full --kernel-name "$kernel" --launch-count 1 \
                 "$b/bench_suite" --sweep --only "$knob" --once "$spec" >"$out/$file" 2>&1
         fi
     }
