@@ -1,19 +1,22 @@
 #!/usr/bin/env bash
 # The first device calls after sessions 18 to 21, which ran nothing on a
-# device (session 21's one started call lost its machine after about 370 s
-# and returned nothing): everything written since session 17's last run,
+# device (session 21's one started call lost its machine, returned nothing
+# and cost 464 s of device time): everything written since session 17's last run,
 # in calls of at most 585 s each (costs from session 17: GPU tests 212 s
 # for 92 tests, a suite 31 s, a sweep variant under 1 s plus its compiles,
 # about 0.8 s a module for the new kernels, the seed anchor about 110 s).
 # Stage the build first:
 #   bash tools/devrun/prepare.sh NAME
 # then the device tool's `run` with carry [".devrun"] and
-#   bash tools/devrun/next_call.sh NAME short (about 400 s: the leaf
-#                                              panel's test and sweep, the
-#                                              set beside the seed)
+#   bash tools/devrun/next_call.sh NAME base  (about 200 s: the set
+#                                              beside the seed, kernels
+#                                              already run in session 17)
+#   bash tools/devrun/next_call.sh NAME mma   (about 160 s: the leaf
+#                                              panel's test and sweep)
 #   bash tools/devrun/next_call.sh NAME 1     (measure)
 #   bash tools/devrun/next_call.sh NAME 2     (check)
-# Short calls first: a machine lost mid-call returns none of $OUT.
+# Short calls first, known kernels before new ones: a machine lost mid-call
+# returns none of $OUT, so a call of one new thing says what lost it.
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
 #   1: sweep_panel.txt, suite0.txt, anchor.txt, sweep.txt: the sweeps of
@@ -49,16 +52,18 @@ t() {
     echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
 }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
-if [ "$part" = short ]; then
-    # Session 21: one call of about 400 s after a machine was lost mid-call
-    # (nothing came back): the leaf panel's test and sweep, then the
-    # benchmark set beside the seed. Every step is killed 5 s after its
-    # limit, so a hung launch cannot hold the machine.
-    QR_REQUIRE_GPU=1 t timeout -k 5 60 "$b/gpu_tests" register_panel_mma >"$out/tests_mma.log" 2>&1
-    t timeout -k 5 100 "$b/bench_suite" --sweep --only "register panel mma" >"$out/sweep_mma.txt" 2>&1
+if [ "$part" = base ]; then
+    # Session 21's one started call lost its machine and returned nothing,
+    # so the kernels measured in session 17 go first, on their own (about
+    # 200 s): the benchmark set beside the seed, tensor_lo_truncate on.
+    # Every step is killed 5 s after its limit.
     t timeout -k 5 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
     SEED=$PWD/.devrun/qr_v2_submission.txt t timeout -k 5 150 \
         python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
+elif [ "$part" = mma ]; then
+    # Then the leaf panel alone (about 160 s): its GPU test and its sweep.
+    QR_REQUIRE_GPU=1 t timeout -k 5 60 "$b/gpu_tests" register_panel_mma >"$out/tests_mma.log" 2>&1
+    t timeout -k 5 100 "$b/bench_suite" --sweep --only "register panel mma" >"$out/sweep_mma.txt" 2>&1
 elif [ "$part" = 1 ]; then
     # The panels' sweep first (the leaf panel of session 20 leading it, a
     # module per plan; the column panel compiles one per block size of each
