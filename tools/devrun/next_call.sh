@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The first device calls after sessions 18 to 21, which ran nothing on a
 # device (session 21's one started call lost its machine, returned nothing
-# and cost 464 s of device time): everything written since session 17's last run,
-# in calls of at most 585 s each (costs from session 17: GPU tests 212 s
+# and cost 464 s of device time): everything written since session 17's
+# last run, in calls of at most 585 s each (costs from session 17: GPU tests 212 s
 # for 92 tests, a suite 31 s, a sweep variant under 1 s plus its compiles,
 # about 0.8 s a module for the new kernels, the seed anchor about 110 s).
 # Stage the build first:
