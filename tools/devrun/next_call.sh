@@ -2,8 +2,8 @@
 # The first device calls after sessions 18 to 21, which ran nothing on a
 # device (session 21's one started call lost its machine, returned nothing
 # and cost 464 s of device time): everything written since session 17's
-# last run, in calls of at most 585 s each (costs from session 17: GPU tests 212 s
-# for 92 tests, a suite 31 s, a sweep variant under 1 s plus its compiles,
+# last run, in calls of at most 585 s each (costs from session 17: GPU
+# tests 212 s for 92 tests, a suite 31 s, a sweep variant under 1 s plus its compiles,
 # about 0.8 s a module for the new kernels, the seed anchor about 110 s).
 # Stage the build first:
 #   bash tools/devrun/prepare.sh NAME
@@ -19,12 +19,14 @@
 # returns none of $OUT, so a call of one new thing says what lost it.
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
-#   1: sweep_panel.txt, suite0.txt, anchor.txt, sweep.txt: the sweeps of
-#      the unmeasured switches (the leaf panel, the column panel, the smem
-#      warp kernel, the register panel by halves, its shared-memory sums and
-#      unrolling; then the reversed update pass and tile pairs crossed with
-#      the L2 hints), the benchmark set with tensor_lo_truncate on by
-#      default, the seed beside it;
+#   base: suite0.txt, anchor.txt: the benchmark set with
+#      tensor_lo_truncate on by default, the seed beside it;
+#   mma: tests_mma.log, sweep_mma.txt: the leaf panel (session 20);
+#   1: tests_panel.log, tests_warp.log, sweep_panel.txt, sweep.txt: the
+#      other new panels' and the warp kernel's tests, the sweeps of the
+#      unmeasured switches (the column panel, the smem warp kernel, the
+#      register panel by halves, its shared-memory sums and unrolling; then
+#      the reversed update pass and tile pairs crossed with the L2 hints);
 #   2: gpu_tests.log, suite1.txt, suite2.txt, ncu_*.txt: every GPU test,
 #      among them the unrun register_panel_halves (session 17),
 #      tensor_lo_rounded, tensor_l2_hints and tensor_tile_pairs,
@@ -34,12 +36,13 @@
 #      the leaf and column panels and the warp kernel beside the kernels
 #      they would replace.
 # The sweeps do not gate what they time: part 2 says whether each switch is
-# right on the device. Session 19 checked every new kernel and switch under
+# right on the device. Sessions 19 and 20 checked every new kernel and switch under
 # the host emulator (tools/cudasim/run_checks.sh), bits included.
 # The table for issue 5 is then, on the development machine,
 #   python3 tools/devrun/side_by_side.py OUT/suite0.txt OUT/anchor.txt
 # and the sweeps' tables, a knob each, the fastest setting in bold,
-#   python3 tools/devrun/sweep_table.py OUT/sweep.txt (and sweep_panel.txt)
+#   python3 tools/devrun/sweep_table.py OUT/sweep_mma.txt (sweep_panel.txt,
+#   sweep.txt)
 set -uo pipefail
 name=${1:?usage: next_call.sh NAME PART}
 part=${2:?usage: next_call.sh NAME PART (1 measures, 2 checks)}
@@ -65,19 +68,17 @@ elif [ "$part" = mma ]; then
     QR_REQUIRE_GPU=1 t timeout -k 5 60 "$b/gpu_tests" register_panel_mma >"$out/tests_mma.log" 2>&1
     t timeout -k 5 100 "$b/bench_suite" --sweep --only "register panel mma" >"$out/sweep_mma.txt" 2>&1
 elif [ "$part" = 1 ]; then
-    # The panels' sweep first (the leaf panel of session 20 leading it, a
-    # module per plan; the column panel compiles one per block size of each
-    # variant, about 1 s each), the suite and the seed, then the update's
-    # switches (few modules) in the time left.
-    # The new panels' and the warp kernel's tests first, so that a switch
-    # the sweep finds faster is known right before it is turned on.
-    QR_REQUIRE_GPU=1 t timeout -k 5 90 "$b/gpu_tests" register_panel >"$out/tests_panel.log" 2>&1
+    # After `base` and `mma`, which ran the set beside the seed and the
+    # leaf panel: the other new panels' and the warp kernel's tests, so that
+    # a switch the sweep finds faster is known to be right, then their
+    # sweep (the column panel compiles one module per block size of each
+    # variant, about 1 s each), then the update's switches (few modules) in
+    # the time left.
+    QR_REQUIRE_GPU=1 t timeout -k 5 90 "$b/gpu_tests" register_panel --skip register_panel_mma \
+        >"$out/tests_panel.log" 2>&1
     QR_REQUIRE_GPU=1 t timeout -k 5 30 "$b/gpu_tests" smem_warp >"$out/tests_warp.log" 2>&1
     t timeout -k 5 240 "$b/bench_suite" --sweep \
-        --only "register panel mma,register panel columns,smem warp,register panel halves,register panel smem sum" >"$out/sweep_panel.txt" 2>&1
-    t timeout -k 5 45 "$b/qr" suite --backend gpu --set benchmarks --seed 0 >"$out/suite0.txt" 2>&1
-    SEED=$PWD/.devrun/qr_v2_submission.txt t timeout -k 5 150 \
-        python3 -u .devrun/anchor_subset.py 20,32 40,176 40,352 640,512 >"$out/anchor.txt" 2>&1
+        --only "register panel columns,smem warp,register panel halves,register panel smem sum" >"$out/sweep_panel.txt" 2>&1
     left=$((585 - SECONDS))
     if [ "$left" -gt 30 ]; then
         t timeout -k 5 "$left" "$b/bench_suite" --sweep \

@@ -1373,30 +1373,12 @@ mod tests {
             reg_panel_mma: 128,
             ..Tuning::default()
         };
-        let p = plan(
-            Shape::new(8, 2048).unwrap(),
-            &d,
-            &tall,
-            Some(Strategy::Blocked),
-        )
-        .unwrap();
+        let plan_2048 = |t: &Tuning, forced| plan(Shape::new(8, 2048).unwrap(), &d, t, forced);
+        let p = plan_2048(&tall, Some(Strategy::Blocked)).unwrap();
         assert_eq!((p.panel.reg_mma, p.panel.rows_per_thread), (128, 1));
         assert_eq!(p.defines()[0], ("PMMA_WARPS".into(), "16".into()));
-        assert!(
-            plan(
-                Shape::new(8, 2048).unwrap(),
-                &d,
-                &t,
-                Some(Strategy::Blocked)
-            )
-            .is_err()
-        );
-        assert_eq!(
-            plan(Shape::new(8, 2048).unwrap(), &d, &tall, None)
-                .unwrap()
-                .strategy,
-            Strategy::Cluster
-        );
+        assert!(plan_2048(&t, Some(Strategy::Blocked)).is_err());
+        assert_eq!(plan_2048(&tall, None).unwrap().strategy, Strategy::Cluster);
         // Not before sm_80 (tf32 mma).
         let mut turing = d.clone();
         turing.compute_capability = (7, 5);
