@@ -145,16 +145,9 @@ fn add(
     }
 }
 
-/// Times tuning variants on the shapes each knob matters for.
-fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
-    let opts = BenchOptions {
-        warmup: 1,
-        min_reps: 3,
-        max_reps: 10,
-        target_rel_error: 0.02,
-        budget: Duration::from_secs(2),
-        flush_bytes: 256 << 20,
-    };
+/// Every sweep row: the tuning variants on the shapes each knob matters
+/// for (no device needed to list them).
+fn variants() -> Vec<Variant> {
     let base = Tuning::default();
     let mut variants: Vec<Variant> = Vec::new();
     for tpc in [1u32, 2, 4, 8] {
@@ -897,6 +890,20 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         Some(Strategy::Large),
         &base,
     );
+    variants
+}
+
+/// Times tuning variants on the shapes each knob matters for.
+fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
+    let mut variants = variants();
+    let opts = BenchOptions {
+        warmup: 1,
+        min_reps: 3,
+        max_reps: 10,
+        target_rel_error: 0.02,
+        budget: Duration::from_secs(2),
+        flush_bytes: 256 << 20,
+    };
     // `--only A,B` keeps the variants whose knob mentions A or B.
     let args: Vec<String> = std::env::args().collect();
     if let Some(only) = args
@@ -961,4 +968,63 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
         );
     }
     Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use qr_gpu::{DeviceInfo, Plan};
+
+    /// The H200 the sweeps run on (`qr suite`'s first line there).
+    fn h200() -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: "NVIDIA H200 (modelled)".into(),
+            compute_capability: (9, 0),
+            sm_count: 132,
+            smem_per_block_optin: 232_448,
+            smem_per_sm: 233_472,
+            l2_bytes: 60 << 20,
+            total_mem: 140 << 30,
+            cooperative_launch: true,
+            driver_version: 13000,
+        }
+    }
+
+    /// The planner's plans of every sweep row on the H200; rows the
+    /// planner refuses (a forced strategy that does not fit) are left out,
+    /// as the sweep prints them unrun.
+    fn plans() -> (Vec<Plan>, usize) {
+        let d = h200();
+        let rows = variants();
+        let plans: Vec<Plan> = rows
+            .iter()
+            .filter_map(|(sp, _, strat, tuning)| {
+                let spec: Spec = sp.parse().expect("sweep spec");
+                let shape = Shape::new(spec.batch, spec.n).expect("shape");
+                qr_gpu::plan(shape, &d, tuning, *strat).ok()
+            })
+            .collect();
+        (plans, rows.len())
+    }
+
+    #[test]
+    fn most_sweep_rows_plan() {
+        let (plans, rows) = plans();
+        assert!(
+            rows > 100 && plans.len() * 10 >= rows * 9,
+            "{} of {rows}",
+            plans.len()
+        );
+    }
+
+    /// Every kernel module of every sweep row compiles for the H200, so a
+    /// device call spends none of its time on a variant that cannot build.
+    #[test]
+    #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
+    fn nvrtc_sweep_plans_compile_for_sm90() {
+        let (plans, _) = plans();
+        let compiled = qr_gpu::compile_plans(&plans, (9, 0)).unwrap_or_else(|e| panic!("{e}"));
+        println!("{} modules of {} plans", compiled.len(), plans.len());
+    }
 }

@@ -9,7 +9,8 @@
 //! - A [`Plan`] names the [`Strategy`] chosen for a shape from the device's
 //!   properties ([`plan`], thresholds in [`Tuning`]); it prints and can be forced.
 //! - Kernels are `.cu` sources next to their launchers, compiled by NVRTC for
-//!   the device's own architecture, header-free.
+//!   the device's own architecture, header-free; [`compile_plans`] compiles
+//!   plans' kernels for any architecture without a device.
 //! - [`peers`] wraps cuSOLVER and cuBLAS's batched QR for comparison.
 //!
 //! Strategies: `smem` (whole matrix in one block's shared memory,
@@ -29,6 +30,7 @@
 mod backend;
 mod bench;
 mod blocked;
+mod compile;
 mod engine;
 mod error;
 mod factor;
@@ -43,6 +45,7 @@ mod tuning;
 mod workspace;
 
 pub use backend::{DeviceFactorization, GpuBackend};
+pub use compile::compile_plans;
 pub use error::GpuError;
 pub use plan::{PanelPlan, Plan, Strategy, panel_fit_rows, plan, smem_fit_n};
 pub use probe::{DeviceInfo, probe, probe_device};

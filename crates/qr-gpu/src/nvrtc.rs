@@ -13,7 +13,11 @@ use crate::kernels::KernelSource;
 /// handed code tuned for an older one. Kernels include no headers (NVRTC
 /// on a stock driver finds none), so no include path is given.
 pub(crate) fn options(defines: &[(String, String)], arch: (i32, i32)) -> Vec<String> {
-    let mut opts = vec![format!("--gpu-architecture=compute_{}{}", arch.0, arch.1)];
+    with_target(defines, format!("compute_{}{}", arch.0, arch.1))
+}
+
+fn with_target(defines: &[(String, String)], target: String) -> Vec<String> {
+    let mut opts = vec![format!("--gpu-architecture={target}")];
     opts.extend(defines.iter().map(|(k, v)| format!("-D{k}={v}")));
     opts
 }
@@ -24,7 +28,26 @@ pub(crate) fn compile(
     defines: &[(String, String)],
     arch: (i32, i32),
 ) -> Result<Ptx, GpuError> {
-    let options = options(defines, arch);
+    run(src, options(defines, arch))
+}
+
+/// Compiles `src` with `defines` through to `sm_XY` machine code, which
+/// also runs the assembler over the kernels' inline PTX: PTX alone is not
+/// checked against the architecture's instruction set until a driver
+/// loads it.
+pub(crate) fn compile_machine_code(
+    src: &KernelSource,
+    defines: &[(String, String)],
+    arch: (i32, i32),
+) -> Result<(), GpuError> {
+    run(
+        src,
+        with_target(defines, format!("sm_{}{}", arch.0, arch.1)),
+    )
+    .map(|_| ())
+}
+
+fn run(src: &KernelSource, options: Vec<String>) -> Result<Ptx, GpuError> {
     let opts = CompileOptions {
         options: options.clone(),
         name: Some(format!("{}.cu", src.family)),

@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{panel, panelcol, panelmma, panelreg, smem, trailing_tc};
+use crate::kernels::{KernelSource, panel, panelcol, panelmma, panelreg, smem, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -232,49 +232,68 @@ pub struct Plan {
 impl Plan {
     /// The `-D` defines this plan compiles its kernels with.
     pub fn defines(&self) -> Vec<(String, String)> {
+        self.kernel().1
+    }
+
+    /// The kernel family of this plan's first panel (or of its whole
+    /// matrices, `Smem`) and its `-D` defines.
+    pub(crate) fn kernel(&self) -> (&'static KernelSource, Vec<(String, String)>) {
         match self.strategy {
-            Strategy::Smem => {
-                smem::defines(self.tpc, self.rows, self.panel.float_reflector, self.warp)
-            }
+            Strategy::Smem => (
+                &smem::SOURCE,
+                smem::defines(self.tpc, self.rows, self.panel.float_reflector, self.warp),
+            ),
             Strategy::Blocked if self.panel.reg_mma > 0 => {
                 let r = self.panel.reg_mma;
-                panelmma::defines(
-                    panelmma::warps_for_rows(self.shape.n(), r).unwrap_or(panelmma::MAX_WARPS),
-                    r,
+                (
+                    &panelmma::SOURCE,
+                    panelmma::defines(
+                        panelmma::warps_for_rows(self.shape.n(), r).unwrap_or(panelmma::MAX_WARPS),
+                        r,
+                    ),
                 )
             }
             Strategy::Blocked if self.panel.reg_columns > 0 => {
                 let (r, fold) = (self.panel.reg_columns, self.panel.fold);
-                panelcol::defines(
-                    panelcol::warps_for_rows(
-                        self.shape.n(),
+                (
+                    &panelcol::SOURCE,
+                    panelcol::defines(
+                        panelcol::warps_for_rows(
+                            self.shape.n(),
+                            r,
+                            fold,
+                            self.panel.reg_columns_rolled,
+                        )
+                        .unwrap_or(panelcol::MAX_WARPS),
                         r,
                         fold,
                         self.panel.reg_columns_rolled,
-                    )
-                    .unwrap_or(panelcol::MAX_WARPS),
-                    r,
-                    fold,
-                    self.panel.reg_columns_rolled,
+                    ),
                 )
             }
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
-                panelreg::defines(
-                    self.panel.threads,
-                    self.panel.rows_per_thread,
-                    cluster,
-                    self.panel.fold,
-                    self.panel.cluster_one_barrier,
-                    self.panel.reg_halves,
-                    self.panel.reg_smem_sum,
-                    self.panel.reg_unroll,
+                (
+                    &panelreg::SOURCE,
+                    panelreg::defines(
+                        self.panel.threads,
+                        self.panel.rows_per_thread,
+                        cluster,
+                        self.panel.fold,
+                        self.panel.cluster_one_barrier,
+                        self.panel.reg_halves,
+                        self.panel.reg_smem_sum,
+                        self.panel.reg_unroll,
+                    ),
                 )
             }
-            Strategy::Blocked | Strategy::Cluster | Strategy::Large => panel::defines(
-                self.panel.threads,
-                self.panel.meeting(self.strategy),
-                self.panel.variant(),
+            Strategy::Blocked | Strategy::Cluster | Strategy::Large => (
+                &panel::SOURCE,
+                panel::defines(
+                    self.panel.threads,
+                    self.panel.meeting(self.strategy),
+                    self.panel.variant(),
+                ),
             ),
         }
     }

@@ -71,13 +71,19 @@ pub(crate) fn check_core_libraries() -> Result<(), QrError> {
             "the CUDA driver library (libcuda) could not be loaded",
         ));
     }
-    // SAFETY: as above.
-    if !unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        return Err(unavailable(
+    check_nvrtc()
+}
+
+/// Checks that NVRTC can be loaded (all that compiling needs; no driver).
+pub(crate) fn check_nvrtc() -> Result<(), QrError> {
+    // SAFETY: only opens and closes the library; no symbol is called.
+    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
+        Ok(())
+    } else {
+        Err(unavailable(
             "the NVRTC library (libnvrtc) could not be loaded",
-        ));
+        ))
     }
-    Ok(())
 }
 
 /// Checks that cuBLAS can be loaded (the blocked paths need it).

@@ -34,7 +34,8 @@ fn min_blocks(threads: u32) -> u32 {
     (1280 / threads.max(32)).max(1)
 }
 
-fn defines(threads: u32) -> Vec<(String, String)> {
+/// The `-D` defines of blocks of `threads` threads.
+pub(crate) fn defines(threads: u32) -> Vec<(String, String)> {
     vec![
         ("P16_THREADS".to_string(), threads.to_string()),
         (

@@ -188,7 +188,7 @@ pub(crate) struct Staging {
 
 /// The row-split cluster sizes the kernel compiles (`TC_ROWSPLIT`): `k`
 /// rounded down to 1, 2, 4 or 8 (the portable cluster limit).
-fn split_size(k: u32) -> u32 {
+pub(crate) fn split_size(k: u32) -> u32 {
     match k {
         8.. => 8,
         4..=7 => 4,

@@ -1,0 +1,273 @@
+//! Ahead-of-time compilation of a plan's kernels with NVRTC alone: no
+//! device and no driver, so that a plan can be checked for an architecture
+//! on a machine that lacks it (the development machine, CI).
+
+use std::sync::{Mutex, PoisonError};
+
+use qr_core::QrError;
+
+use crate::kernels::{KernelSource, panel16, smem, trailing_tc, util};
+use crate::plan::{Plan, Strategy};
+
+/// One kernel module: a family and its `-D` defines.
+type Module = (&'static KernelSource, Vec<(String, String)>);
+
+/// The modules that `plan`'s launches load: the first panel's family (or
+/// the whole-matrix kernel), the two-level halves, the corner, every
+/// tensor-core update variant the update's launcher may choose between
+/// (staged or streaming, tile pairs or single tiles, with and without a
+/// row split) and the utility kernels. Later panels of a register panel
+/// take fewer threads, a define that changes no instruction the kernel
+/// uses, so the first panel's module stands for them.
+pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
+    let mut out = vec![plan.kernel(), (&util::SOURCE, Vec::new())];
+    if plan.strategy == Strategy::Smem {
+        return out;
+    }
+    let pp = &plan.panel;
+    if pp.two_level {
+        out.push((&panel16::SOURCE, panel16::defines(pp.threads)));
+    }
+    if let Some(c) = &pp.corner {
+        out.push((
+            &smem::SOURCE,
+            smem::defines(c.tpc, c.rows, pp.float_reflector, c.warp),
+        ));
+    }
+    if pp.tensor_trailing {
+        let vec4 = plan.shape.n() % 4 == 0;
+        let staged = pp.tensor_stage_depth > 0 && vec4 && !pp.tensor_prefetch;
+        let mut stages = vec![0];
+        if staged {
+            stages.push(pp.tensor_stage_depth.min(8));
+        }
+        // `trailing_tc::row_split` halves the plan's most blocks of a split
+        // until a launch fits, so each power of two up to it may come.
+        let splits: Vec<u32> = std::iter::successors(Some(1u32), |k| Some(2 * k))
+            .take_while(|&k| k <= trailing_tc::split_size(pp.tensor_row_split))
+            .collect();
+        for &stage in &stages {
+            for pair in [false, pp.tensor_tile_pairs] {
+                for &split in &splits {
+                    out.push((
+                        &trailing_tc::SOURCE,
+                        trailing_tc::defines(
+                            vec4,
+                            pp.tensor_prefetch,
+                            pp.tensor_warps,
+                            stage,
+                            pp.tensor_stage_ring,
+                            split,
+                            pp.tensor_lo_truncate,
+                            pp.tensor_l2_hints,
+                            pair,
+                            pp.tensor_update_reverse,
+                        ),
+                    ));
+                }
+            }
+        }
+    }
+    let mut seen = std::collections::HashSet::new();
+    out.retain(|(src, d)| seen.insert((src.family, d.clone())));
+    out
+}
+
+/// Compiles every kernel module that the launches of `plans` load (each
+/// module once, on every core) to machine code for compute capability
+/// `arch` with NVRTC, assembler included, and returns one line per module
+/// (family and defines), sorted. Needs libnvrtc only, no device or driver:
+/// plans made for a modelled device ([`crate::plan`] with a
+/// [`crate::DeviceInfo`] built by hand) can be checked on a machine
+/// without a GPU. Every module NVRTC rejects is reported, with its log, in
+/// one error.
+pub fn compile_plans(plans: &[Plan], arch: (i32, i32)) -> Result<Vec<String>, QrError> {
+    crate::probe::check_nvrtc()?;
+    let mut seen = std::collections::BTreeSet::new();
+    let jobs: Vec<Module> = plans
+        .iter()
+        .flat_map(modules)
+        .filter(|(src, d)| seen.insert((src.family, d.clone())))
+        .collect();
+    let next = Mutex::new(jobs.iter());
+    let done = Mutex::new((Vec::new(), Vec::new()));
+    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
+    std::thread::scope(|s| {
+        for _ in 0..workers.min(jobs.len()) {
+            s.spawn(|| {
+                loop {
+                    let Some((src, defines)) =
+                        next.lock().unwrap_or_else(PoisonError::into_inner).next()
+                    else {
+                        return;
+                    };
+                    let result = crate::nvrtc::compile_machine_code(src, defines, arch);
+                    let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
+                    match result {
+                        Ok(()) => {
+                            let d: Vec<String> =
+                                defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+                            done.0.push(format!("{} {}", src.family, d.join(" ")));
+                        }
+                        Err(e) => done.1.push(e.to_string()),
+                    }
+                }
+            });
+        }
+    });
+    let (mut compiled, failed) = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    if !failed.is_empty() {
+        return Err(QrError::Backend {
+            backend: "gpu".to_string(),
+            message: format!(
+                "{} of {} modules failed for sm_{}{}:\n{}",
+                failed.len(),
+                jobs.len(),
+                arch.0,
+                arch.1,
+                failed.join("\n\n")
+            ),
+        });
+    }
+    compiled.sort();
+    Ok(compiled)
+}
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeSet;
+
+    use qr_core::Shape;
+
+    use super::*;
+    use crate::probe::DeviceInfo;
+    use crate::tuning::Tuning;
+
+    /// A device of compute capability `cc` with the published limits of
+    /// its kind (CUDA C++ Programming Guide, "Technical Specifications per
+    /// Compute Capability": shared memory a block may opt into, per SM)
+    /// and the SM counts and L2 sizes of the boards named.
+    fn device(name: &str, cc: (i32, i32), sms: u32, optin_kib: usize, l2_mib: usize) -> DeviceInfo {
+        DeviceInfo {
+            ordinal: 0,
+            name: name.into(),
+            compute_capability: cc,
+            sm_count: sms,
+            smem_per_block_optin: optin_kib * 1024,
+            smem_per_sm: (optin_kib + 1) * 1024,
+            l2_bytes: l2_mib << 20,
+            total_mem: 80 << 30,
+            cooperative_launch: true,
+            driver_version: 13000,
+        }
+    }
+
+    /// A100 (sm_80), RTX A6000 (sm_86), L40S (sm_89), H200 (sm_90), B200
+    /// (sm_100) and RTX 5090 (sm_120).
+    fn devices() -> Vec<DeviceInfo> {
+        vec![
+            device("A100", (8, 0), 108, 163, 40),
+            device("RTX A6000", (8, 6), 84, 99, 6),
+            device("L40S", (8, 9), 142, 99, 96),
+            device("H200", (9, 0), 132, 227, 60),
+            device("B200", (10, 0), 148, 227, 126),
+            device("RTX 5090", (12, 0), 170, 99, 96),
+        ]
+    }
+
+    /// The benchmark set's shapes, an order whose rows are not 16-byte
+    /// aligned, and one past a block's shared memory.
+    const SHAPES: [(usize, usize); 10] = [
+        (20, 32),
+        (40, 176),
+        (40, 352),
+        (640, 512),
+        (60, 1024),
+        (8, 2048),
+        (2, 4096),
+        (3, 301),
+        (4, 90),
+        (1, 16384),
+    ];
+
+    fn families(plan: &Plan) -> Vec<(&'static str, Vec<(String, String)>)> {
+        modules(plan)
+            .into_iter()
+            .map(|(s, d)| (s.family, d))
+            .collect()
+    }
+
+    fn value<'a>(d: &'a [(String, String)], k: &str) -> &'a str {
+        &d.iter().find(|(n, _)| n == k).unwrap().1
+    }
+
+    #[test]
+    fn modules_follow_the_plan() {
+        let [a100, h200] = [&devices()[0], &devices()[3]];
+        let t = Tuning::default();
+        let at =
+            |d: &DeviceInfo, b, n| crate::plan(Shape::new(b, n).unwrap(), d, &t, None).unwrap();
+        // Whole matrices: their kernel and the scans.
+        let small = families(&at(h200, 20, 32));
+        assert_eq!(small.len(), 2);
+        assert_eq!((small[0].0, small[1].0), ("smem", "util"));
+        // Panels and the update, streaming and staged, on one module each.
+        let p = at(h200, 640, 512);
+        let m = families(&p);
+        assert_eq!(m[0], (p.kernel().0.family, p.defines()));
+        let tc: Vec<_> = m.iter().filter(|(f, _)| *f == "trailing_tc").collect();
+        let stages: BTreeSet<&str> = tc.iter().map(|(_, d)| value(d, "TC_STAGE")).collect();
+        assert_eq!(stages, BTreeSet::from(["0", "2"]));
+        // Row splits of every size the launcher may halve down to, only
+        // where the device has clusters.
+        let splits = |d: &DeviceInfo| -> BTreeSet<String> {
+            families(&at(d, 2, 4096))
+                .iter()
+                .filter(|(f, _)| *f == "trailing_tc")
+                .map(|(_, d)| value(d, "TC_ROWSPLIT").to_string())
+                .collect()
+        };
+        assert_eq!(splits(h200), ["1", "2", "4", "8"].map(String::from).into());
+        assert_eq!(splits(a100), ["1"].map(String::from).into());
+        // Without tf32 tensor cores the update is cuBLAS's.
+        let mut turing = a100.clone();
+        turing.compute_capability = (7, 5);
+        assert!(
+            families(&at(&turing, 640, 512))
+                .iter()
+                .all(|(f, _)| *f != "trailing_tc")
+        );
+        // No module twice.
+        let set: BTreeSet<_> = m.iter().collect();
+        assert_eq!(set.len(), m.len());
+    }
+
+    /// Every module of every benchmark plan, for each device above,
+    /// compiles to its machine code: the `mma.sync`, `cp.async` and cluster
+    /// instructions only where the plan may use them (issue 5, item 7).
+    #[test]
+    #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
+    fn nvrtc_benchmark_plans_compile_from_sm80_to_sm120() {
+        let t = Tuning::default();
+        for d in devices() {
+            let plans: Vec<Plan> = SHAPES
+                .iter()
+                .map(|&(b, n)| crate::plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap())
+                .collect();
+            let compiled = compile_plans(&plans, d.compute_capability)
+                .unwrap_or_else(|e| panic!("{}: {e}", d.name));
+            println!("{}: {} modules", d.name, compiled.len());
+        }
+    }
+
+    /// A module whose instructions the architecture lacks is an error
+    /// naming it (the tensor-core update's `cp.async` before sm_80).
+    #[test]
+    #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
+    fn nvrtc_rejects_what_the_architecture_lacks() {
+        let d = &devices()[3];
+        let p = crate::plan(Shape::new(640, 512).unwrap(), d, &Tuning::default(), None).unwrap();
+        let e = compile_plans(&[p], (7, 5)).unwrap_err().to_string();
+        assert!(e.contains("trailing_tc") && e.contains("cp.async"), "{e}");
+    }
+}
