@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The first device calls after sessions 18 to 21, which ran nothing on a
+# The first device calls after sessions 18 to 22, which ran nothing on a
 # device (session 21's one started call lost its machine, returned nothing
 # and cost 464 s of device time): everything written since session 17's
 # last run, in calls of at most 585 s each (costs from session 17: GPU
@@ -17,6 +17,10 @@
 #   bash tools/devrun/next_call.sh NAME 2     (check)
 # Short calls first, known kernels before new ones: a machine lost mid-call
 # returns none of $OUT, so a call of one new thing says what lost it.
+# The machine goes back 30 s after a call (status's idle_release_s, session
+# 22): start the next part at once and read the logs afterwards, or each
+# part pays a cold start. Every kernel module of every sweep row compiles
+# for sm_90 before a call (`nvrtc_` tests in .ci/run, session 22).
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
 #   base: suite0.txt, anchor.txt: the benchmark set with
