@@ -975,20 +975,10 @@ mod tests {
     use super::*;
     use qr_gpu::{DeviceInfo, Plan};
 
-    /// The H200 the sweeps run on (`qr suite`'s first line there).
+    /// The H200 the sweeps run on (`qr suite`'s first line there: sm_90,
+    /// 132 SMs, 227 KiB a block, 60 MiB of L2).
     fn h200() -> DeviceInfo {
-        DeviceInfo {
-            ordinal: 0,
-            name: "NVIDIA H200 (modelled)".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            smem_per_block_optin: 232_448,
-            smem_per_sm: 233_472,
-            l2_bytes: 60 << 20,
-            total_mem: 140 << 30,
-            cooperative_launch: true,
-            driver_version: 13000,
-        }
+        DeviceInfo::modelled("NVIDIA H200 (modelled)", (9, 0), 132, 232_448, 60 << 20)
     }
 
     /// The planner's plans of every sweep row on the H200; rows the

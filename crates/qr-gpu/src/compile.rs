@@ -143,25 +143,6 @@ mod tests {
     use crate::probe::DeviceInfo;
     use crate::tuning::Tuning;
 
-    /// A device of compute capability `cc` with the published limits of
-    /// its kind (CUDA C++ Programming Guide, "Technical Specifications per
-    /// Compute Capability": shared memory a block may opt into, per SM)
-    /// and the SM counts and L2 sizes of the boards named.
-    fn device(name: &str, cc: (i32, i32), sms: u32, optin_kib: usize, l2_mib: usize) -> DeviceInfo {
-        DeviceInfo {
-            ordinal: 0,
-            name: name.into(),
-            compute_capability: cc,
-            sm_count: sms,
-            smem_per_block_optin: optin_kib * 1024,
-            smem_per_sm: (optin_kib + 1) * 1024,
-            l2_bytes: l2_mib << 20,
-            total_mem: 80 << 30,
-            cooperative_launch: true,
-            driver_version: 13000,
-        }
-    }
-
     /// A100 (sm_80), RTX A6000 (sm_86), L40S (sm_89), H200 (sm_90), B200
     /// (sm_100) and RTX 5090 (sm_120).
     fn devices() -> Vec<DeviceInfo> {
@@ -173,6 +154,14 @@ mod tests {
             device("B200", (10, 0), 148, 227, 126),
             device("RTX 5090", (12, 0), 170, 99, 96),
         ]
+    }
+
+    /// A device of compute capability `cc` with the shared memory a block
+    /// may opt into from CUDA's per-capability tables (CUDA C++
+    /// Programming Guide, "Technical Specifications per Compute
+    /// Capability"), and its board's SM count and L2.
+    fn device(name: &str, cc: (i32, i32), sms: u32, optin_kib: usize, l2_mib: usize) -> DeviceInfo {
+        DeviceInfo::modelled(name, cc, sms, optin_kib * 1024, l2_mib << 20)
     }
 
     /// The benchmark set's shapes, an order whose rows are not 16-byte

@@ -969,18 +969,7 @@ mod tests {
     use super::*;
 
     fn h200() -> DeviceInfo {
-        DeviceInfo {
-            ordinal: 0,
-            name: "test H200".into(),
-            compute_capability: (9, 0),
-            sm_count: 132,
-            smem_per_block_optin: 232_448,
-            smem_per_sm: 233_472,
-            l2_bytes: 60 << 20,
-            total_mem: 140 << 30,
-            cooperative_launch: true,
-            driver_version: 13000,
-        }
+        DeviceInfo::modelled("test H200", (9, 0), 132, 232_448, 60 << 20)
     }
 
     /// The planner's plan for `b` matrices of order `n` on the test H200.

@@ -36,6 +36,35 @@ pub struct DeviceInfo {
     pub driver_version: i32,
 }
 
+impl DeviceInfo {
+    /// A device described by its published figures, for planning
+    /// ([`crate::plan`]) and compiling ([`crate::compile_plans`]) without
+    /// one: compute capability `cc`, `sm_count` SMs, `smem_optin` bytes of
+    /// shared memory a block may opt into (an SM holds 1 KiB more, as on
+    /// sm_80 to sm_120), `l2_bytes` of L2; ordinal 0, 80 GiB, cooperative
+    /// launches, a CUDA 13.0 driver.
+    pub fn modelled(
+        name: &str,
+        cc: (i32, i32),
+        sm_count: u32,
+        smem_optin: usize,
+        l2_bytes: usize,
+    ) -> Self {
+        Self {
+            ordinal: 0,
+            name: name.to_string(),
+            compute_capability: cc,
+            sm_count,
+            smem_per_block_optin: smem_optin,
+            smem_per_sm: smem_optin + 1024,
+            l2_bytes,
+            total_mem: 80 << 30,
+            cooperative_launch: true,
+            driver_version: 13000,
+        }
+    }
+}
+
 impl fmt::Display for DeviceInfo {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let (ma, mi) = self.compute_capability;
