@@ -249,6 +249,48 @@ mod tests {
         }
     }
 
+    /// The engine's path from source to PTX: the modules of the H200's
+    /// benchmark plans compiled by NVRTC, kept, then read back as the same
+    /// text without NVRTC (times printed: a second process's saving).
+    #[test]
+    #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
+    fn nvrtc_ptx_cache_returns_what_nvrtc_compiled() {
+        crate::probe::check_nvrtc().expect("libnvrtc");
+        let d = &devices()[3];
+        let t = Tuning::default();
+        let mut seen = BTreeSet::new();
+        let mods: Vec<Module> = SHAPES
+            .iter()
+            .map(|&(b, n)| crate::plan(Shape::new(b, n).unwrap(), d, &t, None).unwrap())
+            .flat_map(|p| modules(&p))
+            .filter(|(src, def)| seen.insert((src.family, def.clone())))
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = crate::ptx_cache::PtxCache::at(Some(dir.path().to_path_buf()));
+        let mut texts = Vec::new();
+        for from_cache in [false, true] {
+            let start = std::time::Instant::now();
+            let mut these = Vec::new();
+            for (src, def) in &mods {
+                let (ptx, cached) = crate::nvrtc::compile_cached(src, def, (9, 0), &cache).unwrap();
+                assert_eq!(cached, from_cache, "{}", src.family);
+                these.push(ptx.to_src());
+            }
+            println!(
+                "{} modules {}: {:.2} s",
+                mods.len(),
+                if from_cache {
+                    "from the cache"
+                } else {
+                    "by NVRTC"
+                },
+                start.elapsed().as_secs_f64()
+            );
+            texts.push(these);
+        }
+        assert_eq!(texts[0], texts[1]);
+    }
+
     /// A module whose instructions the architecture lacks is an error
     /// naming it (the tensor-core update's `cp.async` before sm_80).
     #[test]

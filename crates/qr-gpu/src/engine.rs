@@ -14,6 +14,7 @@ use crate::graph::Graphs;
 use crate::kernels::KernelSource;
 use crate::module_cache::ModuleCache;
 use crate::probe::{self, DeviceInfo};
+use crate::ptx_cache::PtxCache;
 use crate::workspace::{Staging, Workspace};
 
 /// A second stream and the two events that order it against the main one
@@ -217,7 +218,7 @@ impl Engine {
             stream,
             lanes,
             blas: cublas,
-            cache: ModuleCache::default(),
+            cache: ModuleCache::new(PtxCache::from_env()),
             staging: Mutex::new(Staging::default()),
             graphs: Mutex::new(Graphs::default()),
             queueing: Mutex::new(()),

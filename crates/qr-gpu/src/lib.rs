@@ -41,6 +41,7 @@ mod nvrtc;
 pub mod peers;
 mod plan;
 mod probe;
+mod ptx_cache;
 mod tuning;
 mod workspace;
 

@@ -1,5 +1,6 @@
 //! The engine's compiled-module cache, keyed by (kernel family, defines,
-//! architecture): each combination is compiled and loaded once per engine.
+//! architecture): each combination is compiled and loaded once per engine,
+//! its PTX compiled once per machine (ptx_cache.rs).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex, PoisonError};
@@ -9,6 +10,7 @@ use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 use crate::error::{DriverContext, GpuError};
 use crate::kernels::KernelSource;
 use crate::nvrtc;
+use crate::ptx_cache::PtxCache;
 
 /// What identifies one compiled module.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -21,14 +23,24 @@ pub(crate) struct ModuleKey {
     pub arch: (i32, i32),
 }
 
-/// Loaded modules and the functions taken from them.
+/// Loaded modules and the functions taken from them, and the PTX kept on
+/// disk between processes.
 #[derive(Debug, Default)]
 pub(crate) struct ModuleCache {
     modules: Mutex<HashMap<ModuleKey, Arc<CudaModule>>>,
     functions: Mutex<HashMap<(ModuleKey, &'static str), CudaFunction>>,
+    disk: PtxCache,
 }
 
 impl ModuleCache {
+    /// An empty cache whose modules' PTX is kept in `disk`.
+    pub(crate) fn new(disk: PtxCache) -> Self {
+        Self {
+            disk,
+            ..Self::default()
+        }
+    }
+
     /// Entry point `entry` of `src` compiled with `defines` for `arch`,
     /// compiling and loading the module on first use.
     pub(crate) fn function(
@@ -69,10 +81,19 @@ impl ModuleCache {
             match modules.get(&key) {
                 Some(m) => m.clone(),
                 None => {
-                    let ptx = nvrtc::compile(src, defines, arch)?;
-                    let m = ctx
-                        .load_module(ptx)
-                        .ctx(&format!("loading module `{}`", src.family))?;
+                    let what = || format!("loading module `{}`", src.family);
+                    let (ptx, cached) = nvrtc::compile_cached(src, defines, arch, &self.disk)?;
+                    let m = match ctx.load_module(ptx) {
+                        Ok(m) => m,
+                        // A cached file the driver rejects (written by
+                        // another build, damaged): compile afresh, which
+                        // also replaces the file.
+                        Err(_) if cached => {
+                            let ptx = nvrtc::compile_into(src, defines, arch, &self.disk)?;
+                            ctx.load_module(ptx).ctx(&what())?
+                        }
+                        Err(e) => return Err(e).ctx(&what()),
+                    };
                     modules.insert(key, m.clone());
                     m
                 }

@@ -5,6 +5,7 @@ use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
 
 use crate::error::GpuError;
 use crate::kernels::KernelSource;
+use crate::ptx_cache::PtxCache;
 
 /// NVRTC options for `defines` and compute capability `arch`.
 ///
@@ -22,13 +23,54 @@ fn with_target(defines: &[(String, String)], target: String) -> Vec<String> {
     opts
 }
 
-/// Compiles `src` with `defines` for `arch`.
-pub(crate) fn compile(
+/// PTX of `src` with `defines` for `arch` through `cache`: the PTX a
+/// previous compile kept there, else NVRTC's, kept for the next process. `Ok((ptx, true))` when it came
+/// from the cache (the caller compiles afresh with [`compile_into`] if the
+/// driver rejects it).
+pub(crate) fn compile_cached(
     src: &KernelSource,
     defines: &[(String, String)],
     arch: (i32, i32),
+    cache: &PtxCache,
+) -> Result<(Ptx, bool), GpuError> {
+    let options = options(defines, arch);
+    if let Some(v) = version()
+        && let Some(text) = cache.load(src.family, src.source, &options, v)
+    {
+        return Ok((Ptx::from_src(text), true));
+    }
+    compile_into(src, defines, arch, cache).map(|ptx| (ptx, false))
+}
+
+/// Compiles with NVRTC and keeps the PTX in `cache`.
+pub(crate) fn compile_into(
+    src: &KernelSource,
+    defines: &[(String, String)],
+    arch: (i32, i32),
+    cache: &PtxCache,
 ) -> Result<Ptx, GpuError> {
-    run(src, options(defines, arch))
+    let options = options(defines, arch);
+    let ptx = run(src, options.clone())?;
+    if let (Some(v), Some(text)) = (version(), text(&ptx)) {
+        cache.store(src.family, src.source, &options, v, &text);
+    }
+    Ok(ptx)
+}
+
+/// NVRTC's version, or `None` if it cannot say (then nothing is cached).
+fn version() -> Option<(i32, i32)> {
+    let (mut major, mut minor) = (0, 0);
+    // SAFETY: NVRTC was found loadable before any compile (the engine's and
+    // `compile_plans`' library checks); the call writes two ints.
+    let r = unsafe { cudarc::nvrtc::sys::nvrtcVersion(&mut major, &mut minor) };
+    (r == cudarc::nvrtc::sys::nvrtcResult::NVRTC_SUCCESS).then_some((major, minor))
+}
+
+/// The text of a PTX image NVRTC returned (up to its terminating NUL).
+fn text(ptx: &Ptx) -> Option<String> {
+    let bytes = ptx.as_bytes()?;
+    let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+    String::from_utf8(bytes[..end].to_vec()).ok()
 }
 
 /// Compiles `src` with `defines` through to `sm_XY` machine code, which

@@ -1,0 +1,168 @@
+//! The compiled kernels' PTX kept on disk between processes, so that only
+//! a process's first use of a kernel variant ever on a machine waits for
+//! NVRTC (about a second a module). The driver keeps its own cache of the
+//! machine code it assembles from PTX (`CUDA_CACHE_PATH`), so a cached
+//! module loads without either compiler.
+//!
+//! A file's name is the SHA-256 of everything the PTX depends on: the
+//! family, its full source text, the NVRTC options (defines and target)
+//! and NVRTC's version. Nothing about the inputs factored enters it. The
+//! cache is best effort: a directory that cannot be made or written, or a
+//! file that is unreadable, incomplete or rejected by the driver, means
+//! compiling as if there were no cache.
+//!
+//! Where: `QR_GPU_CACHE_DIR` when set (empty: no cache), else
+//! `$XDG_CACHE_HOME/qr-rs/ptx`, else `$HOME/.cache/qr-rs/ptx`.
+
+use std::io::Write;
+use std::path::{Path, PathBuf};
+
+use sha2::{Digest, Sha256};
+
+/// Last line of every cache file: a file without it was cut short.
+const END: &str = "// qr-rs ptx cache: end\n";
+
+/// A directory of PTX files, or none.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct PtxCache {
+    dir: Option<PathBuf>,
+}
+
+impl PtxCache {
+    /// The cache in `dir`, or no cache.
+    pub(crate) fn at(dir: Option<PathBuf>) -> Self {
+        Self { dir }
+    }
+
+    /// The cache the environment names (module docs).
+    pub(crate) fn from_env() -> Self {
+        let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());
+        let dir = match std::env::var_os("QR_GPU_CACHE_DIR") {
+            Some(v) if v.is_empty() => None,
+            Some(v) => Some(PathBuf::from(v)),
+            None => var("XDG_CACHE_HOME")
+                .map(PathBuf::from)
+                .or_else(|| var("HOME").map(|h| Path::new(&h).join(".cache")))
+                .map(|d| d.join("qr-rs").join("ptx")),
+        };
+        Self::at(dir)
+    }
+
+    /// The file of the module of `family` compiled from `source` with
+    /// `options` by NVRTC `version`.
+    fn path(
+        &self,
+        family: &str,
+        source: &str,
+        options: &[String],
+        version: (i32, i32),
+    ) -> Option<PathBuf> {
+        let dir = self.dir.as_ref()?;
+        let mut h = Sha256::new();
+        for part in [family, &format!("nvrtc {}.{}", version.0, version.1)] {
+            h.update(part.len().to_le_bytes());
+            h.update(part.as_bytes());
+        }
+        for o in options {
+            h.update(o.len().to_le_bytes());
+            h.update(o.as_bytes());
+        }
+        h.update(source.len().to_le_bytes());
+        h.update(source.as_bytes());
+        let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
+        Some(dir.join(format!("{family}-{hex}.ptx")))
+    }
+
+    /// The cached PTX of that module, if a complete file holds it.
+    pub(crate) fn load(
+        &self,
+        family: &str,
+        source: &str,
+        options: &[String],
+        version: (i32, i32),
+    ) -> Option<String> {
+        let text = std::fs::read_to_string(self.path(family, source, options, version)?).ok()?;
+        text.strip_suffix(END).map(str::to_string)
+    }
+
+    /// Keeps `ptx` for that module; failures are ignored (the next process
+    /// compiles again). The file appears whole or not at all: it is
+    /// written under a name of this process's and renamed.
+    pub(crate) fn store(
+        &self,
+        family: &str,
+        source: &str,
+        options: &[String],
+        version: (i32, i32),
+        ptx: &str,
+    ) {
+        let Some(path) = self.path(family, source, options, version) else {
+            return;
+        };
+        let Some(dir) = path.parent() else {
+            return;
+        };
+        let tmp = path.with_extension(format!("{}.tmp", std::process::id()));
+        let written = std::fs::create_dir_all(dir).and_then(|()| {
+            let mut f = std::fs::File::create(&tmp)?;
+            f.write_all(ptx.as_bytes())?;
+            f.write_all(END.as_bytes())?;
+            f.sync_all()
+        });
+        if written.and_then(|()| std::fs::rename(&tmp, &path)).is_err() {
+            let _ = std::fs::remove_file(&tmp);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    const V: (i32, i32) = (13, 0);
+
+    fn opts(d: &str) -> Vec<String> {
+        vec!["--gpu-architecture=compute_90".into(), format!("-DX={d}")]
+    }
+
+    #[test]
+    fn round_trip_keyed_on_everything_the_ptx_depends_on() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = PtxCache::at(Some(dir.path().to_path_buf()));
+        assert_eq!(c.load("f", "src", &opts("1"), V), None);
+        c.store("f", "src", &opts("1"), V, ".version 9.0\n");
+        assert_eq!(
+            c.load("f", "src", &opts("1"), V).as_deref(),
+            Some(".version 9.0\n")
+        );
+        // Another family, source, option or compiler is another module.
+        assert_eq!(c.load("g", "src", &opts("1"), V), None);
+        assert_eq!(c.load("f", "src ", &opts("1"), V), None);
+        assert_eq!(c.load("f", "src", &opts("2"), V), None);
+        assert_eq!(c.load("f", "src", &opts("1"), (13, 1)), None);
+        // Parts do not run into each other.
+        assert_eq!(c.load("fs", "rc", &opts("1"), V), None);
+        // No file left but the module's.
+        assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
+    }
+
+    #[test]
+    fn cut_short_files_and_no_directory_mean_compiling() {
+        let dir = tempfile::tempdir().unwrap();
+        let c = PtxCache::at(Some(dir.path().join("a").join("b")));
+        c.store("f", "src", &opts("1"), V, "ptx\n");
+        let path = c.path("f", "src", &opts("1"), V).unwrap();
+        let text = std::fs::read_to_string(&path).unwrap();
+        std::fs::write(&path, &text[..text.len() - 3]).unwrap();
+        assert_eq!(c.load("f", "src", &opts("1"), V), None);
+        // A directory that cannot be made: nothing kept, nothing fails.
+        let file = dir.path().join("plain");
+        std::fs::write(&file, "").unwrap();
+        let blocked = PtxCache::at(Some(file.join("sub")));
+        blocked.store("f", "src", &opts("1"), V, "ptx\n");
+        assert_eq!(blocked.load("f", "src", &opts("1"), V), None);
+        let none = PtxCache::at(None);
+        none.store("f", "src", &opts("1"), V, "ptx\n");
+        assert_eq!(none.load("f", "src", &opts("1"), V), None);
+    }
+}
