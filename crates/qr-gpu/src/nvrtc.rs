@@ -5,7 +5,7 @@ use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
 
 use crate::error::GpuError;
 use crate::kernels::KernelSource;
-use crate::ptx_cache::PtxCache;
+use crate::ptx_cache::{Key, PtxCache};
 
 /// NVRTC options for `defines` and compute capability `arch`.
 ///
@@ -34,8 +34,8 @@ pub(crate) fn compile_cached(
     cache: &PtxCache,
 ) -> Result<(Ptx, bool), GpuError> {
     let options = options(defines, arch);
-    if let Some(v) = version()
-        && let Some(text) = cache.load(src.family, src.source, &options, v)
+    if let Some(version) = version()
+        && let Some(text) = cache.load(&key(src, &options, version))
     {
         return Ok((Ptx::from_src(text), true));
     }
@@ -51,10 +51,19 @@ pub(crate) fn compile_into(
 ) -> Result<Ptx, GpuError> {
     let options = options(defines, arch);
     let ptx = run(src, options.clone())?;
-    if let (Some(v), Some(text)) = (version(), text(&ptx)) {
-        cache.store(src.family, src.source, &options, v, &text);
+    if let (Some(version), Some(text)) = (version(), text(&ptx)) {
+        cache.store(&key(src, &options, version), &text);
     }
     Ok(ptx)
+}
+
+fn key<'a>(src: &'a KernelSource, options: &'a [String], version: (i32, i32)) -> Key<'a> {
+    Key {
+        family: src.family,
+        source: src.source,
+        options,
+        version,
+    }
 }
 
 /// NVRTC's version, or `None` if it cannot say (then nothing is cached).

@@ -22,6 +22,19 @@ use sha2::{Digest, Sha256};
 /// Last line of every cache file: a file without it was cut short.
 const END: &str = "// qr-rs ptx cache: end\n";
 
+/// What a module's PTX depends on.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Key<'a> {
+    /// Kernel family.
+    pub family: &'a str,
+    /// Its full source text.
+    pub source: &'a str,
+    /// NVRTC options: defines and target.
+    pub options: &'a [String],
+    /// NVRTC's version.
+    pub version: (i32, i32),
+}
+
 /// A directory of PTX files, or none.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct PtxCache {
@@ -48,55 +61,31 @@ impl PtxCache {
         Self::at(dir)
     }
 
-    /// The file of the module of `family` compiled from `source` with
-    /// `options` by NVRTC `version`.
-    fn path(
-        &self,
-        family: &str,
-        source: &str,
-        options: &[String],
-        version: (i32, i32),
-    ) -> Option<PathBuf> {
+    /// The file of `key`'s module.
+    fn path(&self, key: &Key) -> Option<PathBuf> {
         let dir = self.dir.as_ref()?;
         let mut h = Sha256::new();
-        for part in [family, &format!("nvrtc {}.{}", version.0, version.1)] {
+        let version = format!("nvrtc {}.{}", key.version.0, key.version.1);
+        let parts = [key.family, &version, key.source].into_iter();
+        for part in parts.chain(key.options.iter().map(String::as_str)) {
             h.update(part.len().to_le_bytes());
             h.update(part.as_bytes());
         }
-        for o in options {
-            h.update(o.len().to_le_bytes());
-            h.update(o.as_bytes());
-        }
-        h.update(source.len().to_le_bytes());
-        h.update(source.as_bytes());
         let hex: String = h.finalize().iter().map(|b| format!("{b:02x}")).collect();
-        Some(dir.join(format!("{family}-{hex}.ptx")))
+        Some(dir.join(format!("{}-{hex}.ptx", key.family)))
     }
 
-    /// The cached PTX of that module, if a complete file holds it.
-    pub(crate) fn load(
-        &self,
-        family: &str,
-        source: &str,
-        options: &[String],
-        version: (i32, i32),
-    ) -> Option<String> {
-        let text = std::fs::read_to_string(self.path(family, source, options, version)?).ok()?;
+    /// The cached PTX of `key`'s module, if a complete file holds it.
+    pub(crate) fn load(&self, key: &Key) -> Option<String> {
+        let text = std::fs::read_to_string(self.path(key)?).ok()?;
         text.strip_suffix(END).map(str::to_string)
     }
 
-    /// Keeps `ptx` for that module; failures are ignored (the next process
+    /// Keeps `ptx` for `key`'s module; failures are ignored (the next process
     /// compiles again). The file appears whole or not at all: it is
     /// written under a name of this process's and renamed.
-    pub(crate) fn store(
-        &self,
-        family: &str,
-        source: &str,
-        options: &[String],
-        version: (i32, i32),
-        ptx: &str,
-    ) {
-        let Some(path) = self.path(family, source, options, version) else {
+    pub(crate) fn store(&self, key: &Key, ptx: &str) {
+        let Some(path) = self.path(key) else {
             return;
         };
         let Some(dir) = path.parent() else {
@@ -119,7 +108,14 @@ impl PtxCache {
 mod tests {
     use super::*;
 
-    const V: (i32, i32) = (13, 0);
+    fn key<'a>(family: &'a str, source: &'a str, options: &'a [String]) -> Key<'a> {
+        Key {
+            family,
+            source,
+            options,
+            version: (13, 0),
+        }
+    }
 
     fn opts(d: &str) -> Vec<String> {
         vec!["--gpu-architecture=compute_90".into(), format!("-DX={d}")]
@@ -129,19 +125,24 @@ mod tests {
     fn round_trip_keyed_on_everything_the_ptx_depends_on() {
         let dir = tempfile::tempdir().unwrap();
         let c = PtxCache::at(Some(dir.path().to_path_buf()));
-        assert_eq!(c.load("f", "src", &opts("1"), V), None);
-        c.store("f", "src", &opts("1"), V, ".version 9.0\n");
-        assert_eq!(
-            c.load("f", "src", &opts("1"), V).as_deref(),
-            Some(".version 9.0\n")
-        );
+        let (o1, o2) = (opts("1"), opts("2"));
+        let k = key("f", "src", &o1);
+        assert_eq!(c.load(&k), None);
+        c.store(&k, ".version 9.0\n");
+        assert_eq!(c.load(&k).as_deref(), Some(".version 9.0\n"));
         // Another family, source, option or compiler is another module.
-        assert_eq!(c.load("g", "src", &opts("1"), V), None);
-        assert_eq!(c.load("f", "src ", &opts("1"), V), None);
-        assert_eq!(c.load("f", "src", &opts("2"), V), None);
-        assert_eq!(c.load("f", "src", &opts("1"), (13, 1)), None);
+        assert_eq!(c.load(&key("g", "src", &o1)), None);
+        assert_eq!(c.load(&key("f", "src ", &o1)), None);
+        assert_eq!(c.load(&key("f", "src", &o2)), None);
+        assert_eq!(
+            c.load(&Key {
+                version: (13, 1),
+                ..k
+            }),
+            None
+        );
         // Parts do not run into each other.
-        assert_eq!(c.load("fs", "rc", &opts("1"), V), None);
+        assert_eq!(c.load(&key("fs", "rc", &o1)), None);
         // No file left but the module's.
         assert_eq!(std::fs::read_dir(dir.path()).unwrap().count(), 1);
     }
@@ -149,20 +150,22 @@ mod tests {
     #[test]
     fn cut_short_files_and_no_directory_mean_compiling() {
         let dir = tempfile::tempdir().unwrap();
+        let o = opts("1");
+        let k = key("f", "src", &o);
         let c = PtxCache::at(Some(dir.path().join("a").join("b")));
-        c.store("f", "src", &opts("1"), V, "ptx\n");
-        let path = c.path("f", "src", &opts("1"), V).unwrap();
+        c.store(&k, "ptx\n");
+        let path = c.path(&k).unwrap();
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, &text[..text.len() - 3]).unwrap();
-        assert_eq!(c.load("f", "src", &opts("1"), V), None);
+        assert_eq!(c.load(&k), None);
         // A directory that cannot be made: nothing kept, nothing fails.
         let file = dir.path().join("plain");
         std::fs::write(&file, "").unwrap();
         let blocked = PtxCache::at(Some(file.join("sub")));
-        blocked.store("f", "src", &opts("1"), V, "ptx\n");
-        assert_eq!(blocked.load("f", "src", &opts("1"), V), None);
+        blocked.store(&k, "ptx\n");
+        assert_eq!(blocked.load(&k), None);
         let none = PtxCache::at(None);
-        none.store("f", "src", &opts("1"), V, "ptx\n");
-        assert_eq!(none.load("f", "src", &opts("1"), V), None);
+        none.store(&k, "ptx\n");
+        assert_eq!(none.load(&k), None);
     }
 }
