@@ -1017,5 +1017,8 @@ mod tests {
         let (plans, _) = plans();
         let compiled = qr_gpu::compile_plans(&plans, (9, 0)).unwrap_or_else(|e| panic!("{e}"));
         println!("{} modules of {} plans", compiled.len(), plans.len());
+        for line in &compiled {
+            println!("  {line}");
+        }
     }
 }

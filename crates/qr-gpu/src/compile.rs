@@ -6,7 +6,7 @@ use std::sync::{Mutex, PoisonError};
 
 use qr_core::QrError;
 
-use crate::kernels::{KernelSource, panel16, smem, trailing_tc, util};
+use crate::kernels::{KernelSource, panel, panel16, panelmma, panelreg, smem, trailing_tc, util};
 use crate::plan::{Plan, Strategy};
 
 /// One kernel module: a family and its `-D` defines.
@@ -73,14 +73,79 @@ pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
     out
 }
 
+/// What the assembler reports of one entry point of a module.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+struct Resources {
+    entry: String,
+    registers: u32,
+    smem: usize,
+    spill_stores: usize,
+    spill_loads: usize,
+}
+
+/// The entries' resources in a `--ptxas-options=-v` log.
+fn resources(log: &str) -> Vec<Resources> {
+    let number = |line: &str, unit: &str| -> Option<usize> {
+        let at = line.find(unit)?;
+        line[..at].split_whitespace().last()?.parse().ok()
+    };
+    let mut out: Vec<Resources> = Vec::new();
+    for line in log.lines() {
+        if let Some(rest) = line.split("Function properties for ").nth(1) {
+            out.push(Resources {
+                entry: rest.trim().to_string(),
+                ..Default::default()
+            });
+        } else if let Some(r) = out.last_mut() {
+            if line.contains("spill stores") {
+                r.spill_stores = number(line, "bytes spill stores").unwrap_or(0);
+                r.spill_loads = number(line, "bytes spill loads").unwrap_or(0);
+            } else if line.contains("Used ") && line.contains("registers") {
+                r.registers = number(line, "registers").unwrap_or(0) as u32;
+                r.smem = number(line, "bytes smem").unwrap_or(0);
+            }
+        }
+    }
+    out
+}
+
+/// The static shared memory the planner leaves a module's blocks beside
+/// their dynamic shared memory, where it counts on a bound: the
+/// whole-matrix kernels 1 KiB (`smem_fit_n`), the shared-memory panel the
+/// reserve of `panel_fit_rows` or, folding, `panel::FOLD_STATIC_BYTES`,
+/// a folding register or column panel `panelreg::FOLD_STATIC_BYTES`, the
+/// leaf panel `panelmma`'s estimate. Other modules' launches ask the
+/// driver (the update's staging) or take no dynamic shared memory to speak
+/// of.
+fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize> {
+    let on = |k: &str| defines.iter().any(|(n, v)| n == k && v != "0");
+    let value = |k: &str| {
+        defines
+            .iter()
+            .find(|(n, _)| n == k)
+            .and_then(|(_, v)| v.parse::<usize>().ok())
+    };
+    match family {
+        "smem" => Some(1024),
+        "panel" if on("PANEL_FOLD") => Some(panel::FOLD_STATIC_BYTES),
+        "panel" => Some(crate::plan::STATIC_SMEM_RESERVE),
+        "panelreg" if on("PREG_FOLD") => Some(panelreg::FOLD_STATIC_BYTES),
+        "panelcol" if on("PCOL_FOLD") => Some(panelreg::FOLD_STATIC_BYTES),
+        "panelmma" => value("PMMA_WARPS").map(panelmma::static_bytes),
+        _ => None,
+    }
+}
+
 /// Compiles every kernel module that the launches of `plans` load (each
 /// module once, on every core) to machine code for compute capability
-/// `arch` with NVRTC, assembler included, and returns one line per module
-/// (family and defines), sorted. Needs libnvrtc only, no device or driver:
-/// plans made for a modelled device ([`crate::plan`] with a
-/// [`crate::DeviceInfo`] built by hand) can be checked on a machine
-/// without a GPU. Every module NVRTC rejects is reported, with its log, in
-/// one error.
+/// `arch` with NVRTC, assembler included, checks each module's static
+/// shared memory against the planner's bound for it, and returns one line
+/// per module (family, defines, and per entry its registers, static shared
+/// memory and spills), sorted. Needs libnvrtc only, no device or driver:
+/// plans made for a modelled device ([`crate::plan`] with
+/// [`crate::DeviceInfo::modelled`]) can be checked on a machine without a
+/// GPU. Every module NVRTC rejects or that breaks its bound is reported,
+/// with the reason, in one error.
 pub fn compile_plans(plans: &[Plan], arch: (i32, i32)) -> Result<Vec<String>, QrError> {
     crate::probe::check_nvrtc()?;
     let mut seen = std::collections::BTreeSet::new();
@@ -96,20 +161,15 @@ pub fn compile_plans(plans: &[Plan], arch: (i32, i32)) -> Result<Vec<String>, Qr
         for _ in 0..workers.min(jobs.len()) {
             s.spawn(|| {
                 loop {
-                    let Some((src, defines)) =
-                        next.lock().unwrap_or_else(PoisonError::into_inner).next()
-                    else {
+                    let job = next.lock().unwrap_or_else(PoisonError::into_inner).next();
+                    let Some((src, defines)) = job else {
                         return;
                     };
-                    let result = crate::nvrtc::compile_machine_code(src, defines, arch);
+                    let result = check_module(src, defines, arch);
                     let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
                     match result {
-                        Ok(()) => {
-                            let d: Vec<String> =
-                                defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
-                            done.0.push(format!("{} {}", src.family, d.join(" ")));
-                        }
-                        Err(e) => done.1.push(e.to_string()),
+                        Ok(line) => done.0.push(line),
+                        Err(e) => done.1.push(e),
                     }
                 }
             });
@@ -131,6 +191,40 @@ pub fn compile_plans(plans: &[Plan], arch: (i32, i32)) -> Result<Vec<String>, Qr
     }
     compiled.sort();
     Ok(compiled)
+}
+
+/// One module compiled and checked: its report line, or why it failed.
+fn check_module(
+    src: &KernelSource,
+    defines: &[(String, String)],
+    arch: (i32, i32),
+) -> Result<String, String> {
+    let log = crate::nvrtc::compile_machine_code(src, defines, arch).map_err(|e| e.to_string())?;
+    let d: Vec<String> = defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
+    let name = if d.is_empty() {
+        src.family.to_string()
+    } else {
+        format!("{} {}", src.family, d.join(" "))
+    };
+    let entries = resources(&log);
+    if entries.is_empty() {
+        return Err(format!("{name}: no resource report in NVRTC's log:\n{log}"));
+    }
+    let bound = static_smem_bound(src.family, defines);
+    let mut line = name.clone();
+    for r in &entries {
+        if let Some(b) = bound.filter(|&b| r.smem > b) {
+            return Err(format!(
+                "{name}: {} takes {} bytes of static shared memory, past the planner's {b}",
+                r.entry, r.smem
+            ));
+        }
+        line += &format!(
+            "; {}: {} registers, {} B smem, spills {} / {} B",
+            r.entry, r.registers, r.smem, r.spill_stores, r.spill_loads
+        );
+    }
+    Ok(line)
 }
 
 #[cfg(test)]
@@ -231,6 +325,47 @@ mod tests {
         assert_eq!(set.len(), m.len());
     }
 
+    #[test]
+    fn resource_reports_parse_per_entry() {
+        let log = "ptxas info    : 0 bytes gmem
+ptxas info    : Compiling entry function 'a_f32' for 'sm_90'
+ptxas info    : Function properties for a_f32
+ptxas         .     80 bytes stack frame, 80 bytes spill stores, 236 bytes spill loads
+ptxas info    : Used 80 registers, used 1 barriers, 80 bytes cumulative stack size, 17152 bytes smem
+ptxas info    : Compile time = 908.412 ms
+ptxas info    : Function properties for b_f32
+ptxas         .     0 bytes stack frame, 0 bytes spill stores, 0 bytes spill loads
+ptxas info    : Used 32 registers, used 0 barriers
+";
+        let r = resources(log);
+        assert_eq!(r.len(), 2);
+        assert_eq!(
+            (
+                r[0].entry.as_str(),
+                r[0].registers,
+                r[0].smem,
+                r[0].spill_stores,
+                r[0].spill_loads
+            ),
+            ("a_f32", 80, 17152, 80, 236)
+        );
+        assert_eq!((r[1].registers, r[1].smem), (32, 0));
+        let fold = |k: &str, v: &str| vec![(k.to_string(), v.to_string())];
+        assert_eq!(
+            static_smem_bound("panel", &fold("PANEL_FOLD", "1")),
+            Some(24 << 10)
+        );
+        assert_eq!(
+            static_smem_bound("panel", &fold("PANEL_FOLD", "0")),
+            Some(20 << 10)
+        );
+        assert_eq!(
+            static_smem_bound("panelmma", &fold("PMMA_WARPS", "8")),
+            Some(17_440)
+        );
+        assert_eq!(static_smem_bound("trailing_tc", &[]), None);
+    }
+
     /// Every module of every benchmark plan, for each device above,
     /// compiles to its machine code: the `mma.sync`, `cp.async` and cluster
     /// instructions only where the plan may use them (issue 5, item 7).
@@ -246,6 +381,9 @@ mod tests {
             let compiled = compile_plans(&plans, d.compute_capability)
                 .unwrap_or_else(|e| panic!("{}: {e}", d.name));
             println!("{}: {} modules", d.name, compiled.len());
+            for line in &compiled {
+                println!("  {line}");
+            }
         }
     }
 

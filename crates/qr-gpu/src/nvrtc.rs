@@ -83,19 +83,51 @@ fn text(ptx: &Ptx) -> Option<String> {
 }
 
 /// Compiles `src` with `defines` through to `sm_XY` machine code, which
-/// also runs the assembler over the kernels' inline PTX: PTX alone is not
+/// also runs the assembler over the kernels' inline PTX (PTX alone is not
 /// checked against the architecture's instruction set until a driver
-/// loads it.
+/// loads it), and returns NVRTC's log: the assembler's resource lines
+/// (registers, spills, static shared memory) of every entry.
 pub(crate) fn compile_machine_code(
     src: &KernelSource,
     defines: &[(String, String)],
     arch: (i32, i32),
-) -> Result<(), GpuError> {
-    run(
-        src,
-        with_target(defines, format!("sm_{}{}", arch.0, arch.1)),
-    )
-    .map(|_| ())
+) -> Result<String, GpuError> {
+    use cudarc::nvrtc::result;
+    use std::ffi::{CStr, CString};
+
+    let mut options = with_target(defines, format!("sm_{}{}", arch.0, arch.1));
+    options.push("--ptxas-options=-v".to_string());
+    let failed = |options: &[String], log: String| GpuError::Compile {
+        family: src.family,
+        options: options.to_vec(),
+        log,
+    };
+    let (code, name) = match (
+        CString::new(src.source),
+        CString::new(format!("{}.cu", src.family)),
+    ) {
+        (Ok(c), Ok(n)) => (c, n),
+        _ => return Err(failed(&options, "a NUL byte in the source".to_string())),
+    };
+    let prog = result::create_program(&code, Some(&name))
+        .map_err(|e| failed(&options, format!("{e:?}")))?;
+    // SAFETY: `prog` was created above and is destroyed once, below; the
+    // options are NUL-free strings (defines and flags of this crate).
+    let compiled = unsafe { result::compile_program(prog, &options) };
+    // SAFETY: as above; the log is a NUL-terminated string NVRTC wrote.
+    let log = unsafe { result::get_program_log(prog) }
+        .map(|raw| {
+            unsafe { CStr::from_ptr(raw.as_ptr()) }
+                .to_string_lossy()
+                .into_owned()
+        })
+        .unwrap_or_default();
+    // SAFETY: as above; nothing uses `prog` after this.
+    let _ = unsafe { result::destroy_program(prog) };
+    match compiled {
+        Ok(()) => Ok(log),
+        Err(e) => Err(failed(&options, format!("{e:?}\n{log}"))),
+    }
 }
 
 fn run(src: &KernelSource, options: Vec<String>) -> Result<Ptx, GpuError> {

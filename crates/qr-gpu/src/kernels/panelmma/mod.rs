@@ -44,7 +44,7 @@ pub(crate) fn dynamic_bytes(warps: usize, r: u32) -> usize {
 /// Static shared memory of a block of `warps` warps, rounded up (NVRTC 13.5,
 /// sm_90: 11,760 bytes at 2 warps, 17,152 at 8, 24,352 at 16, 38,752 at 32;
 /// 900 a warp).
-fn static_bytes(warps: usize) -> usize {
+pub(crate) fn static_bytes(warps: usize) -> usize {
     10_240 + 900 * warps
 }
 
