@@ -24,9 +24,9 @@ fn with_target(defines: &[(String, String)], target: String) -> Vec<String> {
 }
 
 /// PTX of `src` with `defines` for `arch` through `cache`: the PTX a
-/// previous compile kept there, else NVRTC's, kept for the next process. `Ok((ptx, true))` when it came
-/// from the cache (the caller compiles afresh with [`compile_into`] if the
-/// driver rejects it).
+/// previous compile kept there, else NVRTC's, kept for the next process.
+/// `Ok((ptx, true))` when it came from the cache (the caller compiles
+/// afresh with [`compile_into`] if the driver rejects it).
 pub(crate) fn compile_cached(
     src: &KernelSource,
     defines: &[(String, String)],
@@ -93,7 +93,7 @@ pub(crate) fn compile_machine_code(
     arch: (i32, i32),
 ) -> Result<String, GpuError> {
     use cudarc::nvrtc::result;
-    use std::ffi::{CStr, CString};
+    use std::ffi::CString;
 
     let mut options = with_target(defines, format!("sm_{}{}", arch.0, arch.1));
     options.push("--ptxas-options=-v".to_string());
@@ -114,12 +114,12 @@ pub(crate) fn compile_machine_code(
     // SAFETY: `prog` was created above and is destroyed once, below; the
     // options are NUL-free strings (defines and flags of this crate).
     let compiled = unsafe { result::compile_program(prog, &options) };
-    // SAFETY: as above; the log is a NUL-terminated string NVRTC wrote.
+    // SAFETY: as above.
     let log = unsafe { result::get_program_log(prog) }
         .map(|raw| {
-            unsafe { CStr::from_ptr(raw.as_ptr()) }
-                .to_string_lossy()
-                .into_owned()
+            let bytes: Vec<u8> = raw.iter().map(|&c| c as u8).collect();
+            let end = bytes.iter().position(|&b| b == 0).unwrap_or(bytes.len());
+            String::from_utf8_lossy(&bytes[..end]).into_owned()
         })
         .unwrap_or_default();
     // SAFETY: as above; nothing uses `prog` after this.
