@@ -17,8 +17,9 @@ type Module = (&'static KernelSource, Vec<(String, String)>);
 /// tensor-core update variant the update's launcher may choose between
 /// (staged or streaming, tile pairs or single tiles, with and without a
 /// row split) and the utility kernels. Later panels of a register panel
-/// take fewer threads, a define that changes no instruction the kernel
-/// uses, so the first panel's module stands for them.
+/// take fewer threads: a define that sizes the block's loops and arrays,
+/// not which instructions the kernel needs, so the first panel's module
+/// stands for them here.
 pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
     let mut out = vec![plan.kernel(), (&util::SOURCE, Vec::new())];
     if plan.strategy == Strategy::Smem {
