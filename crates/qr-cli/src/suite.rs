@@ -4,7 +4,7 @@ use std::path::PathBuf;
 
 use clap::Args;
 use qr_verify::gate::{ORTH_BAR, SFR_BAR};
-use qr_verify::{CaseResult, Set, Spec, geomean, run_case};
+use qr_verify::{CaseResult, Set, Spec, geomean, run_case, run_spec};
 use serde::Serialize;
 
 use crate::error::{CliError, Outcome};
@@ -178,6 +178,13 @@ pub fn run(args: &SuiteArgs) -> Result<Outcome, CliError> {
         specs.len(),
         opts.seed
     );
+    // Kernels are compiled up front, on every core, rather than one at a
+    // time as each case first needs them.
+    let shapes = specs
+        .iter()
+        .map(|s| run_spec(s, &opts).shape())
+        .collect::<Result<Vec<_>, _>>()?;
+    selected.backend.prepare(&shapes)?;
     let table = table();
     println!("{}", table.header());
     let bar = progress::bar(specs.len());

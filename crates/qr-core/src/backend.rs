@@ -24,6 +24,15 @@ pub trait Backend: Send + Sync {
     /// meaningful values.
     fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError>;
 
+    /// Readies what factoring batches of `shapes` will need, so that a
+    /// first call does not wait on it (the GPU engine compiles its kernels
+    /// here). Optional: calls work without it. The default has nothing to
+    /// ready.
+    fn prepare(&self, shapes: &[Shape]) -> Result<(), QrError> {
+        let _ = shapes;
+        Ok(())
+    }
+
     /// Times the factorization of each batch in `inputs` (all of `shape`)
     /// with the backend's own clock, as [`BenchOptions`] says. The default
     /// times [`Backend::geqrf_into`] with a host clock; a device backend

@@ -92,6 +92,20 @@ impl GpuBackend {
         plan::plan(shape, self.engine.info(), &self.tuning, self.forced)
     }
 
+    /// Compiles to PTX, on every core, the kernels of `plans` (made for
+    /// this device, with any tuning) that the on-disk PTX cache lacks (the
+    /// crate README's `QR_GPU_CACHE_DIR`), so that the factorizations
+    /// that follow only load them instead of waiting on NVRTC a module at
+    /// a time. Returns how many modules were compiled: 0 with the cache
+    /// off, where this does nothing.
+    pub fn prepare_plans(&self, plans: &[Plan]) -> Result<usize, QrError> {
+        crate::compile::warm(
+            plans,
+            self.engine.info().compute_capability,
+            self.engine.ptx_cache(),
+        )
+    }
+
     /// The device.
     pub fn device(&self) -> &DeviceInfo {
         self.engine.info()
@@ -221,6 +235,18 @@ impl Backend for GpuBackend {
     fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
         let shape = a.shape();
         host_round_trip(&self.engine, a, out, &|ops| self.run(shape, ops))
+    }
+
+    /// Plans each shape and compiles its kernels ahead
+    /// ([`GpuBackend::prepare_plans`]). A shape the planner refuses is its
+    /// error.
+    fn prepare(&self, shapes: &[Shape]) -> Result<(), QrError> {
+        let plans = shapes
+            .iter()
+            .filter(|s| !s.is_empty())
+            .map(|&s| self.plan(s))
+            .collect::<Result<Vec<_>, _>>()?;
+        self.prepare_plans(&plans).map(|_| ())
     }
 
     fn bench(

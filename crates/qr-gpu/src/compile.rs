@@ -2,12 +2,12 @@
 //! device and no driver, so that a plan can be checked for an architecture
 //! on a machine that lacks it (the development machine, CI).
 
-use std::sync::{Mutex, PoisonError};
-
 use qr_core::QrError;
+use rayon::prelude::*;
 
 use crate::kernels::{KernelSource, panel, panel16, panelmma, panelreg, smem, trailing_tc, util};
 use crate::plan::{Plan, Strategy};
+use crate::ptx_cache::PtxCache;
 
 /// One kernel module: a family and its `-D` defines.
 type Module = (&'static KernelSource, Vec<(String, String)>);
@@ -149,49 +149,76 @@ fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize
 /// with the reason, in one error.
 pub fn compile_plans(plans: &[Plan], arch: (i32, i32)) -> Result<Vec<String>, QrError> {
     crate::probe::check_nvrtc()?;
-    let mut seen = std::collections::BTreeSet::new();
-    let jobs: Vec<Module> = plans
-        .iter()
-        .flat_map(modules)
-        .filter(|(src, d)| seen.insert((src.family, d.clone())))
-        .collect();
-    let next = Mutex::new(jobs.iter());
-    let done = Mutex::new((Vec::new(), Vec::new()));
-    let workers = std::thread::available_parallelism().map_or(1, |n| n.get());
-    std::thread::scope(|s| {
-        for _ in 0..workers.min(jobs.len()) {
-            s.spawn(|| {
-                loop {
-                    let job = next.lock().unwrap_or_else(PoisonError::into_inner).next();
-                    let Some((src, defines)) = job else {
-                        return;
-                    };
-                    let result = check_module(src, defines, arch);
-                    let mut done = done.lock().unwrap_or_else(PoisonError::into_inner);
-                    match result {
-                        Ok(line) => done.0.push(line),
-                        Err(e) => done.1.push(e),
-                    }
-                }
-            });
-        }
-    });
-    let (mut compiled, failed) = done.into_inner().unwrap_or_else(PoisonError::into_inner);
+    let jobs = unique_modules(plans);
+    let (mut compiled, failed) = on_every_core(&jobs, |(src, d)| check_module(src, d, arch));
     if !failed.is_empty() {
-        return Err(QrError::Backend {
-            backend: "gpu".to_string(),
-            message: format!(
-                "{} of {} modules failed for sm_{}{}:\n{}",
-                failed.len(),
-                jobs.len(),
-                arch.0,
-                arch.1,
-                failed.join("\n\n")
-            ),
-        });
+        return Err(failures(&failed, jobs.len(), arch));
     }
     compiled.sort();
     Ok(compiled)
+}
+
+/// Compiles to PTX, on every core, the kernel modules of `plans` for
+/// compute capability `arch` that `cache` lacks, and keeps them there, so
+/// that the engine's launches find every module compiled instead of
+/// waiting on NVRTC one module at a time as they first ask for them.
+/// Returns how many modules NVRTC compiled (0 where the cache is off).
+/// Modules the launches turn out not to need cost only this compile.
+pub(crate) fn warm(plans: &[Plan], arch: (i32, i32), cache: &PtxCache) -> Result<usize, QrError> {
+    if !cache.is_on() {
+        return Ok(0);
+    }
+    crate::probe::check_nvrtc()?;
+    let jobs = unique_modules(plans);
+    let (fresh, failed) = on_every_core(&jobs, |(src, d)| {
+        crate::nvrtc::compile_cached(src, d, arch, cache)
+            .map(|(_, cached)| !cached)
+            .map_err(|e| e.to_string())
+    });
+    if !failed.is_empty() {
+        return Err(failures(&failed, jobs.len(), arch));
+    }
+    Ok(fresh.into_iter().filter(|&f| f).count())
+}
+
+/// The modules of `plans`, each once.
+fn unique_modules(plans: &[Plan]) -> Vec<Module> {
+    let mut seen = std::collections::BTreeSet::new();
+    plans
+        .iter()
+        .flat_map(modules)
+        .filter(|(src, d)| seen.insert((src.family, d.clone())))
+        .collect()
+}
+
+/// `f` of each job on rayon's threads (one a core): the results and the
+/// failures.
+fn on_every_core<T: Send>(
+    jobs: &[Module],
+    f: impl Fn(&Module) -> Result<T, String> + Sync + Send,
+) -> (Vec<T>, Vec<String>) {
+    let results: Vec<Result<T, String>> = jobs.par_iter().map(f).collect();
+    let mut out = (Vec::new(), Vec::new());
+    for r in results {
+        match r {
+            Ok(x) => out.0.push(x),
+            Err(e) => out.1.push(e),
+        }
+    }
+    out
+}
+
+fn failures(failed: &[String], jobs: usize, arch: (i32, i32)) -> QrError {
+    QrError::Backend {
+        backend: "gpu".to_string(),
+        message: format!(
+            "{} of {jobs} modules failed for sm_{}{}:\n{}",
+            failed.len(),
+            arch.0,
+            arch.1,
+            failed.join("\n\n")
+        ),
+    }
 }
 
 /// One module compiled and checked: its report line, or why it failed.
@@ -405,7 +432,7 @@ ptxas info    : Used 32 registers, used 0 barriers
             .filter(|(src, def)| seen.insert((src.family, def.clone())))
             .collect();
         let dir = tempfile::tempdir().unwrap();
-        let cache = crate::ptx_cache::PtxCache::at(Some(dir.path().to_path_buf()));
+        let cache = PtxCache::at(Some(dir.path().to_path_buf()));
         let mut texts = Vec::new();
         for from_cache in [false, true] {
             let start = std::time::Instant::now();
@@ -428,6 +455,32 @@ ptxas info    : Used 32 registers, used 0 barriers
             texts.push(these);
         }
         assert_eq!(texts[0], texts[1]);
+    }
+
+    /// Warming compiles what the cache lacks, on every core, and leaves
+    /// every module of the plans there for the engine's lookups.
+    #[test]
+    #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
+    fn nvrtc_warming_fills_the_cache_once() {
+        let d = &devices()[3];
+        let t = Tuning::default();
+        let plans: Vec<Plan> = [(640, 512), (40, 176)]
+            .iter()
+            .map(|&(b, n)| crate::plan(Shape::new(b, n).unwrap(), d, &t, None).unwrap())
+            .collect();
+        let dir = tempfile::tempdir().unwrap();
+        let cache = PtxCache::at(Some(dir.path().to_path_buf()));
+        let mods = unique_modules(&plans);
+        assert_eq!(warm(&plans, (9, 0), &cache).unwrap(), mods.len());
+        assert_eq!(warm(&plans, (9, 0), &cache).unwrap(), 0);
+        for (src, def) in &mods {
+            assert!(
+                crate::nvrtc::compile_cached(src, def, (9, 0), &cache)
+                    .unwrap()
+                    .1
+            );
+        }
+        assert_eq!(warm(&plans, (9, 0), &PtxCache::at(None)).unwrap(), 0);
     }
 
     /// A module whose instructions the architecture lacks is an error

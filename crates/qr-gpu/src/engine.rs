@@ -262,6 +262,11 @@ impl Engine {
             .function(&self.ctx, src, defines, self.info.compute_capability, entry)?)
     }
 
+    /// Where the engine keeps its modules' PTX between processes.
+    pub(crate) fn ptx_cache(&self) -> &PtxCache {
+        self.cache.disk()
+    }
+
     /// Modules compiled so far.
     pub(crate) fn modules_compiled(&self) -> usize {
         self.cache.len()

@@ -41,6 +41,11 @@ impl ModuleCache {
         }
     }
 
+    /// Where modules' PTX is kept between processes.
+    pub(crate) fn disk(&self) -> &PtxCache {
+        &self.disk
+    }
+
     /// Entry point `entry` of `src` compiled with `defines` for `arch`,
     /// compiling and loading the module on first use.
     pub(crate) fn function(

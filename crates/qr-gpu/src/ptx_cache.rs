@@ -47,6 +47,11 @@ impl PtxCache {
         Self { dir }
     }
 
+    /// Whether files are kept at all.
+    pub(crate) fn is_on(&self) -> bool {
+        self.dir.is_some()
+    }
+
     /// The cache the environment names (module docs).
     pub(crate) fn from_env() -> Self {
         let var = |k: &str| std::env::var_os(k).filter(|v| !v.is_empty());

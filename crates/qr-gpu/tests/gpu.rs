@@ -1515,6 +1515,28 @@ fn modules_are_cached(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
+/// Kernels compiled ahead (`Backend::prepare`) serve the calls after it:
+/// the factorizations pass the gate, and a refused shape is an error.
+fn prepared_shapes_factor(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let specs = [
+        spec(3, 300, 1.0, Case::Dense),
+        spec(2, 48, 1.0, Case::Dense),
+    ];
+    let shapes = specs
+        .iter()
+        .map(Spec::shape)
+        .collect::<Result<Vec<_>, _>>()?;
+    g.prepare(&shapes)?;
+    for (i, sp) in specs.iter().enumerate() {
+        gate(&**g, shapes[i], &generate(sp, 9), &format!("prepared {sp}"))?;
+    }
+    let smem_only = (**g).clone().with_strategy(Some(Strategy::Smem));
+    if smem_only.prepare(&[Shape::new(1, 4096)?]).is_ok() {
+        return Err("preparing a shape its forced strategy refuses succeeded".into());
+    }
+    Ok(())
+}
+
 fn device_bench_times_something(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let sp = spec(4, 64, 1.0, Case::Dense);
     let a = generate(&sp, 4);
@@ -1611,7 +1633,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 37] = [
+    let plain: [(&str, Test); 38] = [
         ("sgemm_trailing", sgemm_trailing),
         // The newest kernels first: a call that runs out of time still
         // says whether they pass.
@@ -1629,6 +1651,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             chosen_plans_pass_the_test_set,
         ),
         ("modules_are_cached", modules_are_cached),
+        ("prepared_shapes_factor", prepared_shapes_factor),
         ("register_panel", register_panel),
         ("cluster_push_meet", cluster_push_meet),
         ("register_cluster_meetings", register_cluster_meetings),

@@ -27,4 +27,6 @@ pub use householder::householder_product;
 pub use oracle::diag_r_mismatch;
 pub use recipe::{LAPACK_EPS, LAPACK_THRESH, lapack_ratios};
 pub use reference::geqr2_f64;
-pub use suite::{CaseResult, RunOptions, Set, benchmark_set, geomean, run_case, test_set};
+pub use suite::{
+    CaseResult, RunOptions, Set, benchmark_set, geomean, run_case, run_spec, test_set,
+};

@@ -167,6 +167,15 @@ pub fn input_seed(seed: u64, index: usize) -> u64 {
     seed.wrapping_add(42u64.wrapping_mul(index as u64 + 1))
 }
 
+/// The case `spec` as [`run_case`] runs it: its batch capped at
+/// `opts.max_batch`.
+pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Spec {
+    Spec {
+        batch: opts.max_batch.map_or(spec.batch, |m| m.min(spec.batch)),
+        ..*spec
+    }
+}
+
 /// Runs one case on `backend`: generates the list of inputs
 /// (`clamp(list_bytes / input bytes, 1, max_inputs)` of them), factors and
 /// gates each once, untimed, then times the list with [`Backend::bench`].
@@ -175,11 +184,8 @@ pub fn run_case(
     spec: &Spec,
     opts: &RunOptions,
 ) -> Result<CaseResult, QrError> {
-    let batch_run = opts.max_batch.map_or(spec.batch, |m| m.min(spec.batch));
-    let run = Spec {
-        batch: batch_run,
-        ..*spec
-    };
+    let run = run_spec(spec, opts);
+    let batch_run = run.batch;
     let shape = run.shape()?;
     let inputs = (opts.list_bytes / shape.a_bytes().max(1)).clamp(1, opts.max_inputs.max(1));
     let list: Vec<Vec<f32>> = (0..inputs)
