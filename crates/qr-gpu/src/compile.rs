@@ -455,6 +455,21 @@ ptxas info    : Used 32 registers, used 0 barriers
             texts.push(these);
         }
         assert_eq!(texts[0], texts[1]);
+        // The same modules warmed on every core into an empty cache.
+        let dir = tempfile::tempdir().unwrap();
+        let empty = PtxCache::at(Some(dir.path().to_path_buf()));
+        let start = std::time::Instant::now();
+        let plans: Vec<Plan> = SHAPES
+            .iter()
+            .map(|&(b, n)| crate::plan(Shape::new(b, n).unwrap(), d, &t, None).unwrap())
+            .collect();
+        assert_eq!(warm(&plans, (9, 0), &empty).unwrap(), mods.len());
+        println!(
+            "{} modules warmed on {} threads: {:.2} s",
+            mods.len(),
+            rayon::current_num_threads(),
+            start.elapsed().as_secs_f64()
+        );
     }
 
     /// Warming compiles what the cache lacks, on every core, and leaves
