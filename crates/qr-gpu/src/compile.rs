@@ -470,6 +470,11 @@ ptxas info    : Used 32 registers, used 0 barriers
             rayon::current_num_threads(),
             start.elapsed().as_secs_f64()
         );
+        // Compiled side by side, each module's PTX is the one compiled alone.
+        for ((src, def), alone) in mods.iter().zip(&texts[0]) {
+            let (ptx, cached) = crate::nvrtc::compile_cached(src, def, (9, 0), &empty).unwrap();
+            assert!(cached && ptx.to_src() == *alone, "{}", src.family);
+        }
     }
 
     /// Warming compiles what the cache lacks, on every core, and leaves
