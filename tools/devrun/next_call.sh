@@ -20,7 +20,10 @@
 # The machine goes back 30 s after a call (status's idle_release_s, session
 # 22): start the next part at once and read the logs afterwards, or each
 # part pays a cold start. Every kernel module of every sweep row compiles
-# for sm_90 before a call (`nvrtc_` tests in .ci/run, session 22).
+# for sm_90 before a call (`nvrtc_` tests in .ci/run, session 22); on the
+# device `qr suite` and `bench_suite` compile their plans' modules ahead on
+# every core into ~/.cache/qr-rs/ptx, which later processes of the same
+# machine load instead of compiling (session 22, not yet run on a GPU).
 # Logs under $OUT: smi.txt, log.txt (each step's exit status and seconds),
 # and per part:
 #   base: suite0.txt, anchor.txt: the benchmark set with
