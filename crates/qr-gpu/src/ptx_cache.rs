@@ -83,7 +83,11 @@ impl PtxCache {
     /// The cached PTX of `key`'s module, if a complete file holds it.
     pub(crate) fn load(&self, key: &Key) -> Option<String> {
         let text = std::fs::read_to_string(self.path(key)?).ok()?;
-        text.strip_suffix(END).map(str::to_string)
+        // PTX holds no NUL (the driver's loader takes a C string); a file
+        // that does is damaged.
+        text.strip_suffix(END)
+            .filter(|t| !t.contains('\0'))
+            .map(str::to_string)
     }
 
     /// Keeps `ptx` for `key`'s module; failures are ignored (the next process
@@ -163,6 +167,10 @@ mod tests {
         let text = std::fs::read_to_string(&path).unwrap();
         std::fs::write(&path, &text[..text.len() - 3]).unwrap();
         assert_eq!(c.load(&k), None);
+        std::fs::write(&path, text.replacen("ptx", "p\0x", 1)).unwrap();
+        assert_eq!(c.load(&k), None);
+        std::fs::write(&path, &text).unwrap();
+        assert_eq!(c.load(&k).as_deref(), Some("ptx\n"));
         // A directory that cannot be made: nothing kept, nothing fails.
         let file = dir.path().join("plain");
         std::fs::write(&file, "").unwrap();
