@@ -898,6 +898,15 @@ fn variants() -> Vec<Variant> {
     variants
 }
 
+/// The planner's plan of sweep row `v` on `device`; `None` where the
+/// planner refuses it (a forced strategy that does not fit), which the
+/// sweep prints as a row not run.
+fn variant_plan(v: &Variant, device: &qr_gpu::DeviceInfo) -> Option<qr_gpu::Plan> {
+    let (sp, _, strat, tuning) = v;
+    let shape = sp.parse::<Spec>().ok()?.shape().ok()?;
+    qr_gpu::plan(shape, device, tuning, *strat).ok()
+}
+
 /// Times tuning variants on the shapes each knob matters for.
 fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     let mut variants = variants();
@@ -947,11 +956,7 @@ fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
     let start = std::time::Instant::now();
     let plans: Vec<_> = variants
         .iter()
-        .filter_map(|(sp, _, strat, tuning)| {
-            let spec: Spec = sp.parse().ok()?;
-            let shape = Shape::new(spec.batch, spec.n).ok()?;
-            qr_gpu::plan(shape, gpu.device(), tuning, *strat).ok()
-        })
+        .filter_map(|v| variant_plan(v, gpu.device()))
         .collect();
     // A module that fails here fails its variants' rows below, not the sweep.
     match gpu.prepare_plans(&plans) {
@@ -1012,14 +1017,13 @@ mod tests {
     fn plans() -> (Vec<Plan>, usize) {
         let d = h200();
         let rows = variants();
-        let plans: Vec<Plan> = rows
-            .iter()
-            .filter_map(|(sp, _, strat, tuning)| {
-                let spec: Spec = sp.parse().expect("sweep spec");
-                let shape = Shape::new(spec.batch, spec.n).expect("shape");
-                qr_gpu::plan(shape, &d, tuning, *strat).ok()
-            })
-            .collect();
+        for (sp, ..) in &rows {
+            sp.parse::<Spec>()
+                .expect("sweep spec")
+                .shape()
+                .expect("shape");
+        }
+        let plans: Vec<Plan> = rows.iter().filter_map(|v| variant_plan(v, &d)).collect();
         (plans, rows.len())
     }
 

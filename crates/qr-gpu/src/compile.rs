@@ -424,13 +424,11 @@ ptxas info    : Used 32 registers, used 0 barriers
         crate::probe::check_nvrtc().expect("libnvrtc");
         let d = &devices()[3];
         let t = Tuning::default();
-        let mut seen = BTreeSet::new();
-        let mods: Vec<Module> = SHAPES
+        let plans: Vec<Plan> = SHAPES
             .iter()
             .map(|&(b, n)| crate::plan(Shape::new(b, n).unwrap(), d, &t, None).unwrap())
-            .flat_map(|p| modules(&p))
-            .filter(|(src, def)| seen.insert((src.family, def.clone())))
             .collect();
+        let mods = unique_modules(&plans);
         let dir = tempfile::tempdir().unwrap();
         let cache = PtxCache::at(Some(dir.path().to_path_buf()));
         let mut texts = Vec::new();
@@ -459,10 +457,6 @@ ptxas info    : Used 32 registers, used 0 barriers
         let dir = tempfile::tempdir().unwrap();
         let empty = PtxCache::at(Some(dir.path().to_path_buf()));
         let start = std::time::Instant::now();
-        let plans: Vec<Plan> = SHAPES
-            .iter()
-            .map(|&(b, n)| crate::plan(Shape::new(b, n).unwrap(), d, &t, None).unwrap())
-            .collect();
         assert_eq!(warm(&plans, (9, 0), &empty).unwrap(), mods.len());
         println!(
             "{} modules warmed on {} threads: {:.2} s",
