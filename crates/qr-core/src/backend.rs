@@ -2,12 +2,18 @@
 
 use std::time::{Duration, Instant};
 
+use crate::q::{ApplyQ, Matrices, QrFactors, Reflectors, upper_triangle};
 use crate::{BatchMut, BatchRef, Info, QrError, Shape};
 
-/// A batched `geqrf` implementation working on host memory.
+/// A batched Householder QR implementation working on host memory:
+/// `geqrf`, and `Q` formed (`orgqr`), applied (`ormqr`) or returned with `R`
+/// (`qr`) from its result.
 ///
 /// Object-safe, so the suite and the CLI hold a `Box<dyn Backend>`. Outputs
-/// are caller-owned as in LAPACK; [`geqrf`] is the allocating convenience.
+/// are caller-owned as in LAPACK; [`geqrf`], [`orgqr`], [`ormqr`] and [`qr`]
+/// are the allocating conveniences. The `Q` operations have defaults that
+/// answer [`QrError::Unsupported`]: backends that only factor (the
+/// benchmark peers) keep them; the CPU and GPU engines implement them.
 pub trait Backend: Send + Sync {
     /// Short stable name (`"cpu"`, `"gpu"`), used in reports and errors.
     fn name(&self) -> &str;
@@ -23,6 +29,66 @@ pub trait Backend: Send + Sync {
     /// only for misuse or backend failure, in which case `out` holds no
     /// meaningful values.
     fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError>;
+
+    /// Forms `Q = H_0 H_1 ... H_{n-1}` of every matrix of `f` into `q`
+    /// (`batch * n * n`, row-major), as LAPACK `sorgqr` with `m = n = k`.
+    /// `info` gets one code per matrix: [`Info::NON_FINITE`] where the
+    /// reflectors hold a NaN or an infinity, [`Info::OVERFLOW`] where finite
+    /// reflectors give a non-finite `Q` (possible only with `tau` or `v`
+    /// far from what `geqrf` returns); such a matrix's `Q` is NaN.
+    fn orgqr_into(
+        &self,
+        f: Reflectors<'_>,
+        q: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let _ = (f, q, info);
+        Err(self.no_q_operations())
+    }
+
+    /// Applies `op(Q)` of every matrix of `f` to the matching matrix of `c`
+    /// in place, as LAPACK `sormqr`: `c` holds `batch` matrices of `n x k`
+    /// ([`Side::Left`](crate::Side::Left)) or `k x n`
+    /// ([`Side::Right`](crate::Side::Right)), row-major; `k = 0` is an empty
+    /// product. `info` as for [`Backend::orgqr_into`]; a matrix whose result
+    /// is not computed is NaN in `c`. A NaN in `c` itself is not an `info`:
+    /// it stays in that matrix's product, as in LAPACK.
+    fn ormqr_into(
+        &self,
+        f: Reflectors<'_>,
+        op: ApplyQ,
+        k: usize,
+        c: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let _ = (f, op, k, c, info);
+        Err(self.no_q_operations())
+    }
+
+    /// `A = Q R` for every matrix of `a` (torch `linalg.qr`, mode
+    /// "reduced"): `q` and `r` are `batch * n * n`, row-major; `R` is
+    /// `geqrf`'s (zero below the diagonal) and `Q` is `orgqr` of `geqrf`'s
+    /// reflectors, bit for bit. `info` is `geqrf`'s; a matrix that was not
+    /// factored has NaN in both. The default runs [`Backend::geqrf_into`]
+    /// then [`Backend::orgqr_into`].
+    fn qr_into(
+        &self,
+        a: BatchRef<'_>,
+        q: &mut [f32],
+        r: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = a.shape();
+        Shape::check_len("q", shape.a_len(), q.len())?;
+        Shape::check_len("r", shape.a_len(), r.len())?;
+        Shape::check_len("info", shape.info_len(), info.len())?;
+        let mut f = Factorization::zeroed(shape)?;
+        self.geqrf_into(a, f.as_batch_mut()?)?;
+        upper_triangle(shape, &f.h, &f.info, r);
+        self.orgqr_into(Reflectors::new(shape, &f.h, &f.tau)?, q, info)?;
+        info.copy_from_slice(&f.info);
+        Ok(())
+    }
 
     /// Readies what factoring batches of `shapes` will need, so that a
     /// first call does not wait on it (the GPU engine compiles its kernels
@@ -44,6 +110,56 @@ pub trait Backend: Send + Sync {
         opts: &BenchOptions,
     ) -> Result<BenchTiming, QrError> {
         bench_on_host(self, shape, inputs, opts)
+    }
+
+    /// Times `op` over each batch in `inputs`, as [`Backend::bench`] times
+    /// `geqrf`. For the `Q` operations each input is first factored
+    /// (untimed) and `orgqr` / `ormqr` are timed from its `(H, tau)`;
+    /// `ormqr` applies `op(Q)` to the input itself (`k = n`). The default
+    /// uses a host clock; a device backend overrides it.
+    fn bench_op(
+        &self,
+        op: Operation,
+        shape: Shape,
+        inputs: &[&[f32]],
+        opts: &BenchOptions,
+    ) -> Result<BenchTiming, QrError> {
+        match op {
+            Operation::Geqrf => self.bench(shape, inputs, opts),
+            _ => bench_q_on_host(self, op, shape, inputs, opts),
+        }
+    }
+
+    /// The error the `Q` operations' defaults return.
+    #[doc(hidden)]
+    fn no_q_operations(&self) -> QrError {
+        QrError::Unsupported {
+            message: format!("backend `{}` only factors: it does not form or apply Q", self.name()),
+        }
+    }
+}
+
+/// One of the operations a [`Backend`] offers, for timing and reports.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Operation {
+    /// `A -> (H, tau)`.
+    Geqrf,
+    /// `(H, tau) -> Q`.
+    Orgqr,
+    /// `(H, tau), C -> op(Q) C` or `C op(Q)`.
+    Ormqr(ApplyQ),
+    /// `A -> (Q, R)`.
+    Qr,
+}
+
+impl std::fmt::Display for Operation {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        match self {
+            Self::Geqrf => f.write_str("geqrf"),
+            Self::Orgqr => f.write_str("orgqr"),
+            Self::Ormqr(op) => write!(f, "ormqr ({op})"),
+            Self::Qr => f.write_str("qr"),
+        }
     }
 }
 
@@ -155,8 +271,64 @@ fn bench_on_host<B: Backend + ?Sized>(
         }
         Ok(())
     };
+    repeat_on_host(opts, views.len(), &mut flush, || pass(&mut outs))
+}
+
+/// Host timing of the `Q` operations: every input factored once, untimed,
+/// then `op` timed from those factors.
+fn bench_q_on_host<B: Backend + ?Sized>(
+    backend: &B,
+    op: Operation,
+    shape: Shape,
+    inputs: &[&[f32]],
+    opts: &BenchOptions,
+) -> Result<BenchTiming, QrError> {
+    let views = inputs
+        .iter()
+        .map(|a| BatchRef::new(shape, a))
+        .collect::<Result<Vec<_>, _>>()?;
+    let mut factors = Vec::with_capacity(views.len());
+    for a in &views {
+        let mut f = Factorization::zeroed(shape)?;
+        backend.geqrf_into(*a, f.as_batch_mut()?)?;
+        factors.push(f);
+    }
+    let mut out = try_alloc(shape.a_len(), 0.0f32)?;
+    let mut r = try_alloc(shape.a_len(), 0.0f32)?;
+    let mut info = try_alloc(shape.info_len(), Info::OK)?;
+    let mut flush = try_alloc(opts.flush_bytes / 4, 0.0f32)?;
+    let pass = || -> Result<(), QrError> {
+        for (a, f) in views.iter().zip(&factors) {
+            let refl = Reflectors::new(shape, &f.h, &f.tau)?;
+            match op {
+                Operation::Geqrf => {
+                    return Err(QrError::Unsupported {
+                        message: "geqrf is timed by Backend::bench".into(),
+                    });
+                }
+                Operation::Orgqr => backend.orgqr_into(refl, &mut out, &mut info)?,
+                Operation::Ormqr(apply) => {
+                    out.copy_from_slice(a.as_slice());
+                    backend.ormqr_into(refl, apply, shape.n(), &mut out, &mut info)?
+                }
+                Operation::Qr => backend.qr_into(*a, &mut out, &mut r, &mut info)?,
+            }
+        }
+        Ok(())
+    };
+    repeat_on_host(opts, views.len(), &mut flush, pass)
+}
+
+/// The repetition loop of host timing: warm-up passes, then timed passes
+/// until [`BenchTiming::should_stop`], the cache evicted before each.
+fn repeat_on_host(
+    opts: &BenchOptions,
+    inputs: usize,
+    flush: &mut [f32],
+    mut pass: impl FnMut() -> Result<(), QrError>,
+) -> Result<BenchTiming, QrError> {
     for _ in 0..opts.warmup {
-        pass(&mut outs)?;
+        pass()?;
     }
     let mut samples = Vec::new();
     let started = Instant::now();
@@ -166,10 +338,10 @@ fn bench_on_host<B: Backend + ?Sized>(
         // Writing a buffer larger than the last-level cache evicts the inputs,
         // so every repetition starts cold, as the ranking's method asks.
         flush.fill(round as f32);
-        std::hint::black_box(&flush);
+        std::hint::black_box(&*flush);
         let t0 = Instant::now();
-        pass(&mut outs)?;
-        samples.push(t0.elapsed().as_secs_f64() / views.len().max(1) as f64);
+        pass()?;
+        samples.push(t0.elapsed().as_secs_f64() / inputs.max(1) as f64);
     }
     Ok(BenchTiming::from_samples(&samples, "host"))
 }
@@ -243,6 +415,64 @@ pub fn geqrf(backend: &dyn Backend, shape: Shape, a: &[f32]) -> Result<Factoriza
     let mut f = Factorization::zeroed(shape)?;
     backend.geqrf_into(view, f.as_batch_mut()?)?;
     Ok(f)
+}
+
+/// Forms `Q` of every matrix of `(h, tau)` (a batch of `shape`, as
+/// [`geqrf`] returns it) with `backend`, allocating the result.
+pub fn orgqr(
+    backend: &dyn Backend,
+    shape: Shape,
+    h: &[f32],
+    tau: &[f32],
+) -> Result<Matrices, QrError> {
+    let f = Reflectors::new(shape, h, tau)?;
+    let mut data = try_alloc(shape.a_len(), 0.0)?;
+    let mut info = try_alloc(shape.info_len(), Info::OK)?;
+    backend.orgqr_into(f, &mut data, &mut info)?;
+    Ok(Matrices {
+        rows: shape.n(),
+        cols: shape.n(),
+        data,
+        info,
+    })
+}
+
+/// Applies `op(Q)` of `(h, tau)` to a copy of `c` (`batch` matrices of
+/// `n x k` for [`Side::Left`](crate::Side::Left), `k x n` for
+/// [`Side::Right`](crate::Side::Right)) with `backend`.
+pub fn ormqr(
+    backend: &dyn Backend,
+    shape: Shape,
+    h: &[f32],
+    tau: &[f32],
+    op: ApplyQ,
+    k: usize,
+    c: &[f32],
+) -> Result<Matrices, QrError> {
+    let f = Reflectors::new(shape, h, tau)?;
+    ApplyQ::check(shape, k, c.len(), shape.info_len())?;
+    let mut data = try_alloc(c.len(), 0.0)?;
+    data.copy_from_slice(c);
+    let mut info = try_alloc(shape.info_len(), Info::OK)?;
+    backend.ormqr_into(f, op, k, &mut data, &mut info)?;
+    let (rows, cols) = match op.side {
+        crate::Side::Left => (shape.n(), k),
+        crate::Side::Right => (k, shape.n()),
+    };
+    Ok(Matrices {
+        rows,
+        cols,
+        data,
+        info,
+    })
+}
+
+/// `A = Q R` of every matrix of `a` with `backend`, allocating `Q` and `R`.
+pub fn qr(backend: &dyn Backend, shape: Shape, a: &[f32]) -> Result<QrFactors, QrError> {
+    let view = BatchRef::new(shape, a)?;
+    let mut out = QrFactors::zeroed(shape)?;
+    backend.qr_into(view, &mut out.q, &mut out.r, &mut out.info)?;
+    Ok(out)
 }
 
 #[cfg(test)]

@@ -16,7 +16,9 @@ impl Info {
 
     /// The matrix holds a NaN or an infinity. It was not factored: its `H`
     /// and `tau` are filled with NaN so that no one uses them by accident.
-    /// The other matrices of the batch are factored as usual.
+    /// The other matrices of the batch are factored as usual. From `orgqr`
+    /// and `ormqr`: the reflectors (`tau`, or `H` below the diagonal) hold a
+    /// NaN or an infinity; the result of that matrix is NaN.
     pub const NON_FINITE: Info = Info(1);
 
     /// The matrix is finite but its factorization is not: some entry of `R`

@@ -38,6 +38,31 @@
 //! `sfr <= 5` and `orth <= 25` on every matrix. Low-precision arithmetic may
 //! be used inside a backend, never in what is returned.
 //!
+//! # `Q` from `(H, tau)`: `orgqr`, `ormqr`, `qr`
+//!
+//! - `orgqr` (LAPACK `sorgqr`, torch `linalg.householder_product`): from a
+//!   batch of `(H, tau)`, exactly as above, form each
+//!   `Q = H_0 H_1 ... H_{n-1}` as a dense `n x n` row-major matrix. Only the
+//!   entries of `H` strictly below the diagonal and `tau` are read.
+//! - `ormqr` (LAPACK `sormqr`, torch `ormqr`): overwrite each `C` with
+//!   `op(Q) C` ([`Side::Left`], `C` is `n x k`) or `C op(Q)`
+//!   ([`Side::Right`], `C` is `k x n`), `op(Q)` being `Q` or `Q^T`
+//!   ([`Transpose`]), row-major, any `k >= 0`.
+//! - `qr` (torch `linalg.qr`, mode "reduced"): `A = Q R` with `R` the upper
+//!   triangle of `geqrf`'s `H` (its signs: `R[j][j] = beta`) and `Q` its
+//!   `orgqr`, bit for bit the two calls in a row.
+//!
+//! Their gates, per matrix in `f64` against the `f64` product of the same
+//! reflectors `Q64`: `||Q - Q64||_1 / (n eps)` for `orgqr`, with `orth` as
+//! above and `||A - Q R||_1 / (n eps ||A||_1)` for `qr`;
+//! `||op(Q) C - op(Q64) C||_1 / (n eps ||C||_1)` for `ormqr`. The project's
+//! bar is 5 for these errors, as for `sfr`.
+//!
+//! A matrix whose reflectors (`tau`, or `H` below the diagonal) hold a NaN
+//! or an infinity gets [`Info::NON_FINITE`] and NaN in its result; the
+//! rest of the batch is still computed. `tau` outside `[0, 2]` is not an
+//! error: LAPACK computes with it, and so do the backends.
+//!
 //! # Failures
 //!
 //! Misuse (buffer lengths that do not match the shape, sizes whose byte count
@@ -52,12 +77,16 @@ mod backend;
 mod batch;
 mod error;
 mod info;
+mod q;
 mod shape;
 
-pub use backend::{Backend, BenchOptions, BenchTiming, Factorization, geqrf};
+pub use backend::{
+    Backend, BenchOptions, BenchTiming, Factorization, Operation, geqrf, orgqr, ormqr, qr,
+};
 pub use batch::{BatchMut, BatchRef};
 pub use error::QrError;
 pub use info::Info;
+pub use q::{ApplyQ, Matrices, QrFactors, Reflectors, Side, Transpose, upper_triangle};
 pub use shape::Shape;
 
 /// Machine epsilon of `f32` as the gate uses it: `2^-23`.
