@@ -1,11 +1,13 @@
 //! [`CpuBackend`]: the batch loop and its split over the rayon pool.
 
 use faer::Par;
-use qr_core::{Backend, BatchMut, BatchRef, Info, QrError, Shape};
+use qr_core::{ApplyQ, Backend, BatchMut, BatchRef, Info, QrError, Reflectors, Shape};
 use rayon::prelude::*;
 
 use crate::blocked::{Workspace, factor_matrix};
-use crate::tuning::Tuning;
+use crate::orgqr::{QWorkspace, orgqr_matrix};
+use crate::ormqr::{ormqr_matrix, ormqr_workspace};
+use crate::tuning::{QTuning, Tuning};
 
 /// The pure-Rust CPU backend (name `"cpu"`).
 ///
@@ -16,6 +18,7 @@ use crate::tuning::Tuning;
 #[derive(Clone, Debug, Default)]
 pub struct CpuBackend {
     tuning: Tuning,
+    q_tuning: QTuning,
 }
 
 impl CpuBackend {
@@ -26,12 +29,39 @@ impl CpuBackend {
 
     /// A backend with explicit tuning (tests use it to force every path).
     pub fn with_tuning(tuning: Tuning) -> Self {
-        Self { tuning }
+        Self {
+            tuning,
+            q_tuning: QTuning::default(),
+        }
+    }
+
+    /// The same backend with explicit `orgqr` / `ormqr` block sizes.
+    pub fn with_q_tuning(mut self, q_tuning: QTuning) -> Self {
+        self.q_tuning = q_tuning;
+        self
     }
 
     /// The tuning in use.
     pub fn tuning(&self) -> &Tuning {
         &self.tuning
+    }
+
+    /// The `orgqr` / `ormqr` tuning in use.
+    pub fn q_tuning(&self) -> &QTuning {
+        &self.q_tuning
+    }
+
+    /// Batch-parallel (one matrix per task, `Par::Seq` inside) or not (the
+    /// matrices in order, the pool inside each), as for `geqrf`.
+    fn split(&self, batch: usize) -> (bool, Par) {
+        let threads = rayon::current_num_threads();
+        if batch >= self.tuning.batch_parallel_min.max(2) && threads > 1 {
+            (true, Par::Seq)
+        } else if threads > 1 {
+            (false, Par::rayon(threads))
+        } else {
+            (false, Par::Seq)
+        }
     }
 }
 
@@ -96,6 +126,108 @@ impl Backend for CpuBackend {
             }
         }
         Ok(())
+    }
+
+    fn orgqr_into(
+        &self,
+        f: Reflectors<'_>,
+        q: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = f.shape();
+        Shape::check_len("q", shape.a_len(), q.len())?;
+        Shape::check_len("info", shape.info_len(), info.len())?;
+        if shape.is_empty() {
+            info.fill(Info::OK);
+            return Ok(());
+        }
+        let n = shape.n();
+        let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);
+        let (batch_parallel, par) = self.split(shape.batch());
+        if batch_parallel {
+            f.h()
+                .par_chunks_exact(n * n)
+                .zip(f.tau().par_chunks_exact(n))
+                .zip(q.par_chunks_exact_mut(n * n))
+                .zip(info.par_iter_mut())
+                .try_for_each_init(
+                    || QWorkspace::for_orgqr(n, qt),
+                    |ws, (((h, tau), q), info)| {
+                        let ws = ws.as_mut().map_err(|e| e.clone())?;
+                        *info = orgqr_matrix(n, h, tau, q, qt, ws, par, par_min);
+                        Ok(())
+                    },
+                )
+        } else {
+            let mut ws = QWorkspace::for_orgqr(n, qt)?;
+            for (((h, tau), q), info) in f
+                .h()
+                .chunks_exact(n * n)
+                .zip(f.tau().chunks_exact(n))
+                .zip(q.chunks_exact_mut(n * n))
+                .zip(info.iter_mut())
+            {
+                *info = orgqr_matrix(n, h, tau, q, qt, &mut ws, par, par_min);
+            }
+            Ok(())
+        }
+    }
+
+    fn ormqr_into(
+        &self,
+        f: Reflectors<'_>,
+        op: ApplyQ,
+        k: usize,
+        c: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = f.shape();
+        ApplyQ::check(shape, k, c.len(), info.len())?;
+        if shape.is_empty() {
+            info.fill(Info::OK);
+            return Ok(());
+        }
+        let n = shape.n();
+        if k == 0 {
+            // Nothing to compute; the reflectors still get their status.
+            for ((h, tau), info) in f.matrices().zip(info.iter_mut()) {
+                *info = if Reflectors::is_finite(h, tau, n) {
+                    Info::OK
+                } else {
+                    Info::NON_FINITE
+                };
+            }
+            return Ok(());
+        }
+        let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);
+        let (batch_parallel, par) = self.split(shape.batch());
+        if batch_parallel {
+            f.h()
+                .par_chunks_exact(n * n)
+                .zip(f.tau().par_chunks_exact(n))
+                .zip(c.par_chunks_exact_mut(n * k))
+                .zip(info.par_iter_mut())
+                .try_for_each_init(
+                    || ormqr_workspace(n, op, k, qt),
+                    |ws, (((h, tau), c), info)| {
+                        let ws = ws.as_mut().map_err(|e| e.clone())?;
+                        *info = ormqr_matrix(n, h, tau, op, k, c, qt, ws, par, par_min);
+                        Ok(())
+                    },
+                )
+        } else {
+            let mut ws = ormqr_workspace(n, op, k, qt)?;
+            for (((h, tau), c), info) in f
+                .h()
+                .chunks_exact(n * n)
+                .zip(f.tau().chunks_exact(n))
+                .zip(c.chunks_exact_mut(n * k))
+                .zip(info.iter_mut())
+            {
+                *info = ormqr_matrix(n, h, tau, op, k, c, qt, &mut ws, par, par_min);
+            }
+            Ok(())
+        }
     }
 }
 

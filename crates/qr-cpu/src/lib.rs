@@ -37,6 +37,8 @@ mod backend;
 mod blocked;
 mod isa;
 mod larft;
+mod orgqr;
+mod ormqr;
 mod panel;
 mod reflector;
 mod tuning;
@@ -46,9 +48,11 @@ mod vector;
 
 #[cfg(test)]
 mod tests;
+#[cfg(test)]
+mod tests_q;
 
 pub use backend::CpuBackend;
-pub use tuning::Tuning;
+pub use tuning::{QTuning, Tuning};
 
 /// The building blocks of the factorization, for benchmarks and for other
 /// backends that want a host reference of one step. All storage is plain

@@ -69,3 +69,34 @@ impl Tuning {
         nb.max(1)
     }
 }
+
+/// Block sizes of `orgqr` and `ormqr` (forming and applying `Q`), apart from
+/// [`Tuning`] so that code listing every field of a factorization tuning
+/// keeps compiling. The batch split and `par_update_min_cols` are shared
+/// with the factorization.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct QTuning {
+    /// `orgqr` of order `n <= orgqr_small_n` runs unblocked (LAPACK
+    /// `sorg2r`), row-major in place. Table "orgqr / ormqr".
+    pub orgqr_small_n: usize,
+    /// Reflectors per compact-WY block of the blocked `orgqr`; the last
+    /// (partial or full) block is formed unblocked. Table "orgqr / ormqr".
+    pub orgqr_block: usize,
+    /// `ormqr` of order `n <= ormqr_small_n` applies one reflector at a
+    /// time (LAPACK `sorm2r`). Table "orgqr / ormqr".
+    pub ormqr_small_n: usize,
+    /// Reflectors per compact-WY block of the blocked `ormqr`.
+    /// Table "orgqr / ormqr".
+    pub ormqr_block: usize,
+}
+
+impl Default for QTuning {
+    fn default() -> Self {
+        Self {
+            orgqr_small_n: 48,
+            orgqr_block: 32,
+            ormqr_small_n: 48,
+            ormqr_block: 32,
+        }
+    }
+}

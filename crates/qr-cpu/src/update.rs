@@ -30,6 +30,20 @@ pub fn apply_block_reflector_left(
     scratch: &mut [f32],
     par: Par,
 ) {
+    apply_block_reflector(v, t, true, c, scratch, par);
+}
+
+/// `C = Q C` (`transpose == false`) or `C = Q^T C` (`true`) for the block
+/// reflector `Q = I - V T V^T`, shapes and scratch as for
+/// [`apply_block_reflector_left`]: `W = V^T C`, `W = op(T) W`, `C -= V W`.
+pub(crate) fn apply_block_reflector(
+    v: MatRef<'_, f32>,
+    t: MatRef<'_, f32>,
+    transpose: bool,
+    c: MatMut<'_, f32>,
+    scratch: &mut [f32],
+    par: Par,
+) {
     let (m, k) = v.shape();
     let n = c.ncols();
     assert!(
@@ -50,13 +64,7 @@ pub fn apply_block_reflector_left(
         1.0f32,
         par,
     );
-    matmul(
-        tw.rb_mut(),
-        Accum::Replace,
-        t.transpose(),
-        w.rb(),
-        1.0f32,
-        par,
-    );
+    let op_t = if transpose { t.transpose() } else { t };
+    matmul(tw.rb_mut(), Accum::Replace, op_t, w.rb(), 1.0f32, par);
     matmul(c, Accum::Add, v, tw.rb(), -1.0f32, par);
 }

@@ -1,0 +1,268 @@
+//! Forming `Q = H_0 H_1 ... H_{n-1}` from `geqrf`'s reflectors (LAPACK
+//! `sorgqr` with `m = n = k`), row-major.
+//!
+//! Backward accumulation, as `sorgqr` does it: the last block of reflectors
+//! is formed unblocked (`sorg2r`), then each earlier block `i..i+ib` is
+//! applied as a compact-WY block reflector to `Q[i.., i..]`, which before
+//! that application is `[[I, 0], [0, Q22]]`. Only the trailing part is ever
+//! touched, so the cost is about `4/3 n^3` instead of the `2 n^3` of
+//! applying every block to a full identity.
+
+use faer::linalg::matmul::matmul;
+use faer::reborrow::{Reborrow, ReborrowMut};
+use faer::{Accum, MatMut, MatRef, Par};
+use qr_core::{Info, QrError, Reflectors};
+
+use crate::isa::multiversion;
+use crate::larft::larft;
+use crate::tuning::QTuning;
+use crate::vector::axpy;
+
+/// Scratch of one worker for `orgqr` or `ormqr` on matrices of one order,
+/// reused for every matrix that worker handles.
+#[derive(Debug, Default)]
+pub(crate) struct QWorkspace {
+    /// Dense column-major `V` of the current block (unit diagonal, zeros
+    /// above), or every reflector of an unblocked right-side `ormqr`.
+    pub(crate) v: Vec<f32>,
+    /// The block reflector's triangular factor.
+    pub(crate) t: Vec<f32>,
+    /// Scratch of [`larft`].
+    pub(crate) g: Vec<f32>,
+    /// The products' `W` and `T W`, or the row vector of an unblocked pass.
+    pub(crate) w: Vec<f32>,
+}
+
+/// A zeroed buffer, or [`QrError::OutOfMemory`] instead of an abort: `ormqr`
+/// sizes its scratch from a caller's `k`.
+pub(crate) fn try_zeroed(len: usize) -> Result<Vec<f32>, QrError> {
+    let mut v = Vec::new();
+    v.try_reserve_exact(len).map_err(|_| QrError::OutOfMemory {
+        bytes: len.saturating_mul(std::mem::size_of::<f32>()),
+        location: "host",
+    })?;
+    v.resize(len, 0.0);
+    Ok(v)
+}
+
+impl QWorkspace {
+    /// Scratch for a blocked pass with blocks of `nb` reflectors over
+    /// matrices of order `n` whose products have `ncols` columns.
+    pub(crate) fn blocked(n: usize, nb: usize, ncols: usize) -> Result<Self, QrError> {
+        let nb = nb.min(n);
+        let len = |a: usize, b: usize| {
+            a.checked_mul(b).ok_or(QrError::OutOfMemory {
+                bytes: usize::MAX,
+                location: "host",
+            })
+        };
+        Ok(Self {
+            v: try_zeroed(len(n, nb)?)?,
+            t: try_zeroed(nb * nb)?,
+            g: try_zeroed(nb * nb)?,
+            w: try_zeroed(len(2 * nb, ncols)?.max(nb))?,
+        })
+    }
+
+    /// Scratch for an unblocked pass: `v_len` for packed reflectors and
+    /// `w_len` for one row.
+    pub(crate) fn unblocked(v_len: usize, w_len: usize) -> Result<Self, QrError> {
+        Ok(Self {
+            v: try_zeroed(v_len)?,
+            w: try_zeroed(w_len)?,
+            ..Self::default()
+        })
+    }
+
+    /// The scratch [`orgqr_matrix`] needs for order `n`.
+    pub(crate) fn for_orgqr(n: usize, q: &QTuning) -> Result<Self, QrError> {
+        if n <= q.orgqr_small_n {
+            Self::unblocked(0, n)
+        } else {
+            Self::blocked(n, q.orgqr_block.max(1), n)
+        }
+    }
+}
+
+/// Forms the `Q` of one matrix (`h` row-major `n x n`, `n` scalars in `tau`)
+/// into the row-major `q`, or fills `q` with NaN and says why. `ws` must come
+/// from [`QWorkspace::for_orgqr`] with the same `n` and `qt`.
+#[allow(clippy::too_many_arguments)] // the matrix, its scratch and its parallelism
+pub(crate) fn orgqr_matrix(
+    n: usize,
+    h: &[f32],
+    tau: &[f32],
+    q: &mut [f32],
+    qt: &QTuning,
+    ws: &mut QWorkspace,
+    par: Par,
+    par_min: usize,
+) -> Info {
+    if !Reflectors::is_finite(h, tau, n) {
+        q.fill(f32::NAN);
+        return Info::NON_FINITE;
+    }
+    if n <= qt.orgqr_small_n {
+        org2r_row_major(n, h, n, tau, q, n, &mut ws.w);
+    } else {
+        orgqr_blocked(n, h, tau, q, qt.orgqr_block.max(1), ws, par, par_min);
+    }
+    // Only reflectors far from geqrf's (|tau| or |v| huge) get here.
+    if !q.iter().all(|x| x.is_finite()) {
+        q.fill(f32::NAN);
+        return Info::OVERFLOW;
+    }
+    Info::OK
+}
+
+#[allow(clippy::too_many_arguments)] // the matrix, its scratch and its parallelism
+fn orgqr_blocked(
+    n: usize,
+    h: &[f32],
+    tau: &[f32],
+    q: &mut [f32],
+    nb: usize,
+    ws: &mut QWorkspace,
+    par: Par,
+    par_min: usize,
+) {
+    let nb = nb.min(n);
+    // The last block (full or partial) starts at kk and is formed unblocked.
+    let kk = ((n - 1) / nb) * nb;
+    org2r_row_major(
+        n - kk,
+        &h[kk * n + kk..],
+        n,
+        &tau[kk..],
+        &mut q[kk * n + kk..],
+        n,
+        &mut ws.w,
+    );
+    for row in q[..kk * n].chunks_exact_mut(n) {
+        row[kk..].fill(0.0);
+    }
+    for i in (0..kk).step_by(nb).rev() {
+        let m = n - i;
+        let v = &mut ws.v[..m * nb];
+        for r in 0..m {
+            let hr = &h[(i + r) * n + i..];
+            for c in 0..nb {
+                v[c * m + r] = match r.cmp(&c) {
+                    std::cmp::Ordering::Greater => hr[c],
+                    std::cmp::Ordering::Equal => 1.0,
+                    std::cmp::Ordering::Less => 0.0,
+                };
+            }
+        }
+        larft(m, nb, v, m, &tau[i..i + nb], &mut ws.t, nb, &mut ws.g);
+        let vm = MatRef::from_column_major_slice(&v[..m * nb], m, nb);
+        let tm = MatRef::from_column_major_slice(&ws.t[..nb * nb], nb, nb);
+        // Q[i.., i..] as a row-major view (through the transpose of a
+        // column-major one: see the faer note in docs/perf/qr-cpu.md).
+        let c = MatMut::from_column_major_slice_with_stride_mut(&mut q[i * n + i..], m, m, n)
+            .transpose_mut();
+        let p = if m >= par_min { par } else { Par::Seq };
+        apply_block_to_identity(vm, tm, c, &mut ws.w, p);
+        for row in q[..i * n].chunks_exact_mut(n) {
+            row[i..i + nb].fill(0.0);
+        }
+    }
+}
+
+/// `C = (I - V T V^T) [[I, 0], [0, C22]]` for the `m x m` block `C` whose
+/// trailing `C22` (rows and columns `ib..`) holds the later blocks' product;
+/// its first `ib` rows and columns are overwritten whatever they held. The
+/// identity's rows and columns are not multiplied: `V^T` of them is `V1^T`.
+fn apply_block_to_identity(
+    v: MatRef<'_, f32>,
+    t: MatRef<'_, f32>,
+    mut c: MatMut<'_, f32>,
+    scratch: &mut [f32],
+    par: Par,
+) {
+    let (m, ib) = v.shape();
+    let (w, tw) = scratch[..2 * ib * m].split_at_mut(ib * m);
+    let mut w = MatMut::from_column_major_slice_mut(w, ib, m);
+    let mut tw = MatMut::from_column_major_slice_mut(tw, ib, m);
+    for b in 0..ib {
+        for a in 0..ib {
+            w[(a, b)] = v[(b, a)];
+        }
+    }
+    matmul(
+        w.rb_mut().submatrix_mut(0, ib, ib, m - ib),
+        Accum::Replace,
+        v.submatrix(ib, 0, m - ib, ib).transpose(),
+        c.rb().submatrix(ib, ib, m - ib, m - ib),
+        1.0f32,
+        par,
+    );
+    matmul(tw.rb_mut(), Accum::Replace, t, w.rb(), 1.0f32, par);
+    for r in 0..m {
+        let cols = if r < ib { m } else { ib };
+        for col in 0..cols {
+            c[(r, col)] = if r == col { 1.0 } else { 0.0 };
+        }
+    }
+    matmul(c, Accum::Add, v, tw.rb(), -1.0f32, par);
+}
+
+multiversion! {
+    /// Forms `H_0 ... H_{m-1}` of the `m` reflectors stored below the
+    /// diagonal of the row-major `h` (row stride `ldh`) into the row-major
+    /// `m x m` block `q` (row stride `ldq`), every entry written, as LAPACK
+    /// `sorg2r` does: reflector `j` (last first) is applied to the rows and
+    /// columns from `j` on, which hold the product of the later ones.
+    fn org2r_row_major(
+        m: usize,
+        h: &[f32],
+        ldh: usize,
+        tau: &[f32],
+        q: &mut [f32],
+        ldq: usize,
+        w: &mut [f32],
+    ) => org2r_row_major_body
+}
+
+#[inline(always)]
+fn org2r_row_major_body(
+    m: usize,
+    h: &[f32],
+    ldh: usize,
+    tau: &[f32],
+    q: &mut [f32],
+    ldq: usize,
+    w: &mut [f32],
+) {
+    for j in (0..m).rev() {
+        let t = tau[j];
+        let cols = m - j - 1;
+        if t == 0.0 {
+            q[j * ldq + j + 1..][..cols].fill(0.0);
+            q[j * ldq + j] = 1.0;
+            for i in j + 1..m {
+                q[i * ldq + j] = 0.0;
+            }
+            continue;
+        }
+        if cols > 0 {
+            // Row j of the columns from j+1 on is still zero, so
+            // w = v^T Q[j.., j+1..] sums the rows below only.
+            let w = &mut w[..cols];
+            w.fill(0.0);
+            for i in j + 1..m {
+                axpy(w, h[i * ldh + j], &q[i * ldq + j + 1..][..cols]);
+            }
+            for i in j + 1..m {
+                axpy(&mut q[i * ldq + j + 1..][..cols], -t * h[i * ldh + j], w);
+            }
+            for (x, &y) in q[j * ldq + j + 1..][..cols].iter_mut().zip(w.iter()) {
+                *x = -t * y;
+            }
+        }
+        q[j * ldq + j] = 1.0 - t;
+        for i in j + 1..m {
+            q[i * ldq + j] = -t * h[i * ldh + j];
+        }
+    }
+}

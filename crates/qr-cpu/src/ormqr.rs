@@ -1,0 +1,243 @@
+//! Applying `op(Q)` of `geqrf`'s reflectors to a matrix `C` in place
+//! (LAPACK `sormqr`), `C` row-major.
+//!
+//! Both sides reduce to one left-side product: `C op(Q) = (op(Q)^T C^T)^T`,
+//! and the row-major `k x n` `C` read column-major is the `n x k` `C^T`.
+//! For `L = op(Q) L` the blocks run first to last when `op(Q) = Q^T`
+//! (`H_{n-1} ... H_0`, `H_0` applied first) and last to first when
+//! `op(Q) = Q`, as in `sormqr`. Small orders apply one reflector at a time
+//! along `C`'s contiguous rows instead (`sorm2r`).
+
+use faer::reborrow::ReborrowMut;
+use faer::{MatMut, MatRef, Par};
+use qr_core::{ApplyQ, Info, QrError, Reflectors, Side, Transpose};
+
+use crate::isa::multiversion;
+use crate::larft::larft;
+use crate::orgqr::QWorkspace;
+use crate::tuning::QTuning;
+use crate::update::apply_block_reflector;
+use crate::vector::{axpy, dot};
+
+/// The scratch [`ormqr_matrix`] needs for order `n`, `op` and `k`.
+pub(crate) fn ormqr_workspace(
+    n: usize,
+    op: ApplyQ,
+    k: usize,
+    qt: &QTuning,
+) -> Result<QWorkspace, QrError> {
+    if n <= qt.ormqr_small_n {
+        match op.side {
+            Side::Left => QWorkspace::unblocked(0, k),
+            Side::Right => QWorkspace::unblocked(n * n, 0),
+        }
+    } else {
+        QWorkspace::blocked(n, qt.ormqr_block.max(1), k)
+    }
+}
+
+/// Overwrites `c` (one matrix: `n x k` for the left side, `k x n` for the
+/// right, row-major) with `op(Q) C` or `C op(Q)` for the reflectors `h`
+/// (row-major `n x n`) and `tau`, or fills it with NaN and says why. A NaN
+/// or an infinity already in `C` is not an `info`: it stays in the product.
+/// `ws` must come from [`ormqr_workspace`] with the same arguments.
+#[allow(clippy::too_many_arguments)] // the matrix, its scratch and its parallelism
+pub(crate) fn ormqr_matrix(
+    n: usize,
+    h: &[f32],
+    tau: &[f32],
+    op: ApplyQ,
+    k: usize,
+    c: &mut [f32],
+    qt: &QTuning,
+    ws: &mut QWorkspace,
+    par: Par,
+    par_min: usize,
+) -> Info {
+    if !Reflectors::is_finite(h, tau, n) {
+        c.fill(f32::NAN);
+        return Info::NON_FINITE;
+    }
+    if k == 0 || n == 0 {
+        return Info::OK;
+    }
+    let c_finite = c.iter().all(|x| x.is_finite());
+    // `op(Q) L` with `L = C` (left) or `L = C^T` (right); `Q^T` runs the
+    // reflectors first to last.
+    let transpose = match op.side {
+        Side::Left => op.transpose == Transpose::Yes,
+        Side::Right => op.transpose == Transpose::No,
+    };
+    if n <= qt.ormqr_small_n {
+        match op.side {
+            Side::Left => orm2r_left(n, k, h, tau, transpose, c, &mut ws.w),
+            Side::Right => orm2r_right(n, k, h, tau, transpose, c, &mut ws.v),
+        }
+    } else {
+        let l = match op.side {
+            Side::Left => MatMut::from_column_major_slice_mut(c, k, n).transpose_mut(),
+            Side::Right => MatMut::from_column_major_slice_mut(c, n, k),
+        };
+        let p = if k >= par_min { par } else { Par::Seq };
+        ormqr_blocked(
+            n,
+            h,
+            tau,
+            transpose,
+            l,
+            qt.ormqr_block.max(1),
+            ws,
+            p,
+            par_min,
+        );
+    }
+    // A finite C turned non-finite only by reflectors far from geqrf's, or
+    // by a C near f32::MAX whose product does not fit.
+    if c_finite && !c.iter().all(|x| x.is_finite()) {
+        c.fill(f32::NAN);
+        return Info::OVERFLOW;
+    }
+    Info::OK
+}
+
+/// `L = Q^T L` (`transpose`) or `Q L` for the `n x k` view `l`, block by
+/// block.
+#[allow(clippy::too_many_arguments)] // the matrix, its scratch and its parallelism
+fn ormqr_blocked(
+    n: usize,
+    h: &[f32],
+    tau: &[f32],
+    transpose: bool,
+    mut l: MatMut<'_, f32>,
+    nb: usize,
+    ws: &mut QWorkspace,
+    par: Par,
+    par_min: usize,
+) {
+    let nb = nb.min(n);
+    let k = l.ncols();
+    let blocks = n.div_ceil(nb);
+    for b in 0..blocks {
+        let i = if transpose { b } else { blocks - 1 - b } * nb;
+        let ib = nb.min(n - i);
+        let m = n - i;
+        let v = &mut ws.v[..m * ib];
+        for r in 0..m {
+            let hr = &h[(i + r) * n + i..];
+            for c in 0..ib {
+                v[c * m + r] = match r.cmp(&c) {
+                    std::cmp::Ordering::Greater => hr[c],
+                    std::cmp::Ordering::Equal => 1.0,
+                    std::cmp::Ordering::Less => 0.0,
+                };
+            }
+        }
+        larft(m, ib, v, m, &tau[i..i + ib], &mut ws.t, ib, &mut ws.g);
+        let vm = MatRef::from_column_major_slice(&v[..m * ib], m, ib);
+        let tm = MatRef::from_column_major_slice(&ws.t[..ib * ib], ib, ib);
+        let p = if m >= par_min { par } else { Par::Seq };
+        apply_block_reflector(
+            vm,
+            tm,
+            transpose,
+            l.rb_mut().submatrix_mut(i, 0, m, k),
+            &mut ws.w,
+            p,
+        );
+    }
+}
+
+/// The order in which `n` reflectors are applied.
+fn order(n: usize, first_to_last: bool) -> impl Iterator<Item = usize> {
+    (0..n).map(move |j| if first_to_last { j } else { n - 1 - j })
+}
+
+multiversion! {
+    /// `C = Q^T C` (`transpose`) or `Q C` for the row-major `n x k` `c`,
+    /// one reflector at a time; `w` holds `k`.
+    fn orm2r_left(
+        n: usize,
+        k: usize,
+        h: &[f32],
+        tau: &[f32],
+        transpose: bool,
+        c: &mut [f32],
+        w: &mut [f32],
+    ) => orm2r_left_body
+}
+
+#[inline(always)]
+fn orm2r_left_body(
+    n: usize,
+    k: usize,
+    h: &[f32],
+    tau: &[f32],
+    transpose: bool,
+    c: &mut [f32],
+    w: &mut [f32],
+) {
+    let w = &mut w[..k];
+    for j in order(n, transpose) {
+        let t = tau[j];
+        if t == 0.0 {
+            continue;
+        }
+        // w = v^T C[j.., :], v[j] = 1; then C[j.., :] -= t v w^T.
+        w.copy_from_slice(&c[j * k..(j + 1) * k]);
+        for i in j + 1..n {
+            axpy(w, h[i * n + j], &c[i * k..(i + 1) * k]);
+        }
+        axpy(&mut c[j * k..(j + 1) * k], -t, w);
+        for i in j + 1..n {
+            axpy(&mut c[i * k..(i + 1) * k], -t * h[i * n + j], w);
+        }
+    }
+}
+
+multiversion! {
+    /// `C = C Q` (`transpose`: `C^T = Q^T C^T`) or `C Q^T` for the
+    /// row-major `k x n` `c`, row by row, every reflector applied to a row
+    /// while it sits in L1; `v` holds `n * n` (the reflectors packed
+    /// contiguously).
+    fn orm2r_right(
+        n: usize,
+        k: usize,
+        h: &[f32],
+        tau: &[f32],
+        transpose: bool,
+        c: &mut [f32],
+        v: &mut [f32],
+    ) => orm2r_right_body
+}
+
+#[inline(always)]
+fn orm2r_right_body(
+    n: usize,
+    k: usize,
+    h: &[f32],
+    tau: &[f32],
+    transpose: bool,
+    c: &mut [f32],
+    v: &mut [f32],
+) {
+    // Reflector j's v[j+1..] at v[j * n + j + 1..(j + 1) * n].
+    let v = &mut v[..n * n];
+    for i in 1..n {
+        for j in 0..i {
+            v[j * n + i] = h[i * n + j];
+        }
+    }
+    for row in c[..k * n].chunks_exact_mut(n) {
+        for j in order(n, transpose) {
+            let t = tau[j];
+            if t == 0.0 {
+                continue;
+            }
+            let vj = &v[j * n + j + 1..(j + 1) * n];
+            let (head, tail) = row[j..].split_first_mut().expect("j < n");
+            let s = t * (*head + dot(vj, tail));
+            *head -= s;
+            axpy(tail, -s, vj);
+        }
+    }
+}
