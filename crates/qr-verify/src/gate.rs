@@ -192,7 +192,7 @@ fn gate_matrix(n: usize, a: &[f32], h: &[f32], tau: &[f32], par: Par) -> MatrixG
 
 /// `x / by`, except that a zero `by` (an all-zero `A`) gives 0 for an exact
 /// zero residual and infinity for any other.
-fn scaled(x: f64, by: f64) -> f64 {
+pub(crate) fn scaled(x: f64, by: f64) -> f64 {
     if by > 0.0 {
         x / by
     } else if x == 0.0 {
@@ -209,7 +209,7 @@ pub(crate) fn one_norm(a: MatRef<'_, f64>) -> f64 {
 
 /// The 1-norm of the matrix `f(a[i][j], i, j)` restricted to entries where
 /// `keep(i, j)` (the rest count as zero); NaN propagates.
-fn one_norm_where(
+pub(crate) fn one_norm_where(
     a: MatRef<'_, f64>,
     keep: impl Fn(usize, usize) -> bool,
     f: impl Fn(f64, usize, usize) -> f64,
@@ -225,7 +225,7 @@ fn one_norm_where(
 /// The 1-norm of the symmetric matrix whose lower triangle (diagonal
 /// included) is `f(s[i][j], i, j)` for `i >= j`; the upper triangle of `s`
 /// is not read. NaN propagates.
-fn symmetric_one_norm(s: MatRef<'_, f64>, f: impl Fn(f64, usize, usize) -> f64) -> f64 {
+pub(crate) fn symmetric_one_norm(s: MatRef<'_, f64>, f: impl Fn(f64, usize, usize) -> f64) -> f64 {
     let n = s.ncols();
     let mut sums = vec![0.0; n];
     for j in 0..n {

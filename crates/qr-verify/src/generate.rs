@@ -230,6 +230,27 @@ pub fn generate(spec: &Spec, seed: u64) -> Vec<f32> {
     out
 }
 
+/// `batch` matrices of `len` standard normal values each (the `C` of an
+/// `ormqr`, any `rows x cols` with `rows * cols = len`), every matrix its
+/// own stream as in [`generate`]: the same bits for the same arguments.
+///
+/// # Panics
+///
+/// If `batch * len` overflows `usize`.
+pub fn randn_matrices(batch: usize, len: usize, seed: u64) -> Vec<f32> {
+    let mut out = vec![0.0f32; batch * len];
+    if len == 0 {
+        return out;
+    }
+    out.par_chunks_mut(len).enumerate().for_each(|(b, m)| {
+        let mut rng = matrix_rng(seed, b);
+        for (o, x) in m.iter_mut().zip(randn(len, &mut rng)) {
+            *o = x as f32;
+        }
+    });
+    out
+}
+
 /// The random stream of matrix `b` of a batch generated from `seed`.
 fn matrix_rng(seed: u64, b: usize) -> ChaCha8Rng {
     let mut rng = ChaCha8Rng::seed_from_u64(seed);
@@ -391,6 +412,17 @@ mod tests {
         let l = logspace_down(2.0, 3);
         assert!((l[0] - 1.0).abs() < 1e-15 && (l[1] - 0.1).abs() < 1e-15);
         assert!((l[2] - 0.01).abs() < 1e-15);
+    }
+
+    #[test]
+    fn randn_matrices_are_seeded_per_matrix() {
+        let c = randn_matrices(3, 10, 5);
+        assert_eq!(c, randn_matrices(3, 10, 5));
+        assert_ne!(c, randn_matrices(3, 10, 6));
+        assert_ne!(c[..10], c[10..20]);
+        assert_eq!(randn_matrices(1, 10, 5)[..], c[..10]);
+        assert!(c.iter().all(|x| x.is_finite() && *x != 0.0));
+        assert!(randn_matrices(4, 0, 1).is_empty());
     }
 
     #[test]

@@ -1,13 +1,18 @@
 //! The `qr_v2` test and benchmark sets (DESIGN section 2) as data, and the
-//! runner that generates, factors, gates and times one case on any backend.
+//! runner that generates, runs, gates and times one case of any
+//! [`Operation`] on any backend.
 
 use std::fmt;
 use std::str::FromStr;
 
-use qr_core::{Backend, BatchRef, BenchOptions, BenchTiming, Factorization, QrError};
+use qr_core::{
+    ApplyQ, Backend, BatchRef, BenchOptions, BenchTiming, Factorization, Info, Operation, QrError,
+    QrFactors, Reflectors, Shape,
+};
 
-use crate::gate::{self, GateReport};
-use crate::generate::{Case, ParseError, Spec, generate};
+use crate::gate;
+use crate::generate::{Case, ParseError, Spec, generate, randn_matrices};
+use crate::q_gate::{self, Applied, OpReport, QrOutputs};
 
 /// Which suite to run.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -142,6 +147,8 @@ impl Default for RunOptions {
 pub struct CaseResult {
     /// The spec asked for.
     pub spec: Spec,
+    /// The operation run, gated and timed.
+    pub op: Operation,
     /// Matrices per input actually run (the spec's batch unless capped).
     pub batch_run: usize,
     /// `true` when `batch_run < spec.batch`.
@@ -150,8 +157,8 @@ pub struct CaseResult {
     pub inputs: usize,
     /// Time per input, from the backend's own clock.
     pub timing: BenchTiming,
-    /// The gate of every matrix of every input.
-    pub report: GateReport,
+    /// The gate of every matrix of every input ([`gate_op`]'s metrics).
+    pub report: OpReport,
 }
 
 impl CaseResult {
@@ -176,11 +183,20 @@ pub fn run_spec(spec: &Spec, opts: &RunOptions) -> Spec {
     }
 }
 
-/// Runs one case on `backend`: generates the list of inputs
-/// (`clamp(list_bytes / input bytes, 1, max_inputs)` of them), factors and
-/// gates each once, untimed, then times the list with [`Backend::bench`].
+/// The seed of the `C` that `ormqr` is gated on for the input generated
+/// from `input_seed`: its complement, so that `C` is drawn independently of
+/// the matrix whose `Q` is applied to it.
+pub fn c_seed(input_seed: u64) -> u64 {
+    !input_seed
+}
+
+/// Runs one case of `op` on `backend`: generates the list of inputs
+/// (`clamp(list_bytes / input bytes, 1, max_inputs)` of them), runs and
+/// gates each once with [`gate_op`], untimed, then times the list with
+/// [`Backend::bench_op`].
 pub fn run_case(
     backend: &dyn Backend,
+    op: Operation,
     spec: &Spec,
     opts: &RunOptions,
 ) -> Result<CaseResult, QrError> {
@@ -188,25 +204,94 @@ pub fn run_case(
     let batch_run = run.batch;
     let shape = run.shape()?;
     let inputs = (opts.list_bytes / shape.a_bytes().max(1)).clamp(1, opts.max_inputs.max(1));
-    let list: Vec<Vec<f32>> = (0..inputs)
-        .map(|i| generate(&run, input_seed(opts.seed, i)))
-        .collect();
-    let mut report = GateReport::default();
-    for a in &list {
-        let mut f = Factorization::zeroed(shape)?;
-        backend.geqrf_into(BatchRef::new(shape, a)?, f.as_batch_mut()?)?;
-        report.extend(gate::check(shape, a, &f.h, &f.tau)?);
+    let seeds: Vec<u64> = (0..inputs).map(|i| input_seed(opts.seed, i)).collect();
+    let list: Vec<Vec<f32>> = seeds.iter().map(|&s| generate(&run, s)).collect();
+    let mut report = OpReport::new(q_gate::Metric::of(op));
+    for (a, &seed) in list.iter().zip(&seeds) {
+        report.extend(gate_op(backend, op, shape, a, c_seed(seed))?);
     }
     let views: Vec<&[f32]> = list.iter().map(Vec::as_slice).collect();
-    let timing = backend.bench(shape, &views, &opts.bench)?;
+    let timing = backend.bench_op(op, shape, &views, &opts.bench)?;
     Ok(CaseResult {
         spec: *spec,
+        op,
         batch_run,
         capped: batch_run < spec.batch,
         inputs,
         timing,
         report,
     })
+}
+
+/// Runs `op` once on the batch `a` with `backend` and gates every matrix
+/// ([`Metric::of`](q_gate::Metric::of) says what is measured):
+///
+/// - `geqrf`: [`gate::check`] of its `(H, tau)`;
+/// - `orgqr`: the backend's `geqrf`, then [`q_gate::check_orgqr`] of the
+///   `orgqr` of those reflectors;
+/// - `ormqr`: the backend's `geqrf`, then all four products of its `Q`
+///   with one `C` of `n x n` standard normal values drawn from `c_seed`,
+///   gated by [`q_gate::check_ormqr`];
+/// - `qr`: `geqrf`, `orgqr` and `qr` on `a`, gated by [`q_gate::check_qr`]
+///   (which also counts what `qr` does not reproduce bit for bit).
+pub fn gate_op(
+    backend: &dyn Backend,
+    op: Operation,
+    shape: Shape,
+    a: &[f32],
+    c_seed: u64,
+) -> Result<OpReport, QrError> {
+    let mut f = Factorization::zeroed(shape)?;
+    backend.geqrf_into(BatchRef::new(shape, a)?, f.as_batch_mut()?)?;
+    let refl = Reflectors::new(shape, &f.h, &f.tau)?;
+    let orgqr = || -> Result<(Vec<f32>, Vec<Info>), QrError> {
+        let mut q = vec![0.0f32; shape.a_len()];
+        let mut info = vec![Info::OK; shape.info_len()];
+        backend.orgqr_into(refl, &mut q, &mut info)?;
+        Ok((q, info))
+    };
+    match op {
+        Operation::Geqrf => Ok(OpReport::from_geqrf(
+            &gate::check(shape, a, &f.h, &f.tau)?,
+            &f.info,
+        )),
+        Operation::Orgqr => {
+            let (q, info) = orgqr()?;
+            q_gate::check_orgqr(refl, &q, &info)
+        }
+        Operation::Ormqr(_) => {
+            let n = shape.n();
+            let c = randn_matrices(shape.batch(), n * n, c_seed);
+            let mut outs = Vec::with_capacity(ApplyQ::ALL.len());
+            for apply in ApplyQ::ALL {
+                let mut out = c.clone();
+                let mut info = vec![Info::OK; shape.info_len()];
+                backend.ormqr_into(refl, apply, n, &mut out, &mut info)?;
+                outs.push((apply, out, info));
+            }
+            let applied: Vec<Applied<'_>> = outs
+                .iter()
+                .map(|(op, out, info)| Applied { op: *op, out, info })
+                .collect();
+            q_gate::check_ormqr(refl, n, &c, &applied)
+        }
+        Operation::Qr => {
+            let (q_split, _) = orgqr()?;
+            let mut out = QrFactors::zeroed(shape)?;
+            backend.qr_into(
+                BatchRef::new(shape, a)?,
+                &mut out.q,
+                &mut out.r,
+                &mut out.info,
+            )?;
+            let outputs = QrOutputs {
+                q: &out.q,
+                r: &out.r,
+                info: &out.info,
+            };
+            q_gate::check_qr(a, refl, &f.info, &q_split, outputs)
+        }
+    }
 }
 
 /// The geometric mean; NaN for an empty sequence or a non-positive value.
