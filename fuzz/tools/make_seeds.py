@@ -86,6 +86,29 @@ cpu("max_entries", 1, 2, [mat(structure=3, overrides=[(0, special(9)), (2, speci
 MAX, ONE = special(9), small(16)
 cpu("overflow_beside_normal", 3, 2, [mat(), mat(structure=3, overrides=[(0, MAX), (1, ONE), (2, MAX), (3, ONE)], n=2), mat(seed=10)])
 cpu("overflow_blocked", 2, 20, [mat(exponent=127, seed=11), mat()], small_n=0, block=6)
+# Finite matrices whose f32 intermediates overflow while R fits (issue 30):
+# Info::OK, factored again scaled by a power of two. Entries up to 2^127 and
+# 2^126 (column norms about 0.8 and 0.6 of f32::MAX at n = 8 and 16).
+cpu("near_max_over_4_n8", 2, 8, [mat(exponent=127, seed=12), mat(exponent=127, seed=13)])
+cpu("near_max_over_4_n16_blocked", 2, 16, [mat(exponent=126, seed=14), mat(exponent=127, seed=15)], small_n=0, block=4)
+
+
+def normal(v):
+    """Reader::f32_any tag 3: a normal with an 8-bit mantissa, nearest to v."""
+    import math
+    e = math.floor(math.log2(abs(v)))
+    m = min(255, round((abs(v) / 2.0 ** e - 1.0) * 256))
+    return [3, e + 127, m, 1 if v < 0 else 0]
+
+
+FMAX = 3.4028234663852886e38
+# A = Q R, Q a rotation, |R| <= 0.9 MAX: the second column's norm is 1.03 MAX.
+rot = [normal(0.4 * FMAX), normal(0.42 * FMAX), normal(0.3 * FMAX), normal(0.94 * FMAX)]
+cpu("column_norm_above_max_r_fits", 1, 2, [mat(structure=3, overrides=list(enumerate(rot)), n=2)])
+# R[0][1] = -1.13 MAX behind a first column that fits: OVERFLOW.
+cpu("overflow_in_second_column", 1, 2, [mat(structure=3, overrides=[(0, ONE), (1, normal(0.8 * FMAX)), (2, ONE), (3, normal(0.8 * FMAX))], n=2)])
+# The scaled retry must keep A[1][0] = 2^-149 non-zero (tau[0] = 2).
+cpu("scaled_retry_keeps_subnormal", 1, 3, [mat(structure=4, overrides=[(3, special(12))] + [(4 + i, v) for i, v in enumerate(rot[:2])] + [(7 + i, v) for i, v in enumerate(rot[2:])], n=3)], small_n=0, block=1)
 cpu("column_graded", 1, 20, [mat(grading=1, step=7)], small_n=0, block=4)
 cpu("row_graded", 1, 20, [mat(grading=2, step=5)])
 cpu("entry_spread", 2, 30, [mat(grading=3), mat(grading=3, exponent=90)], small_n=0, block=7)

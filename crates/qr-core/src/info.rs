@@ -21,13 +21,26 @@ impl Info {
     /// NaN or an infinity; the result of that matrix is NaN.
     pub const NON_FINITE: Info = Info(1);
 
-    /// The matrix is finite but its factorization is not: some entry of `R`
-    /// (or of a reflector) does not fit `f32`, as when a column's 2-norm
-    /// exceeds `f32::MAX` (`[[MAX, 1], [MAX, 1]]`). Its `H` and `tau` are
-    /// filled with NaN, as for [`Info::NON_FINITE`]; the other matrices of
-    /// the batch are factored as usual. Scaling the matrix down (by a power
-    /// of two, which is exact) and scaling `R` back up is the remedy when
-    /// the caller can hold `R` in wider precision.
+    /// The matrix is finite but its factorization cannot be represented in
+    /// `f32`: some entry of `R` exceeds `f32::MAX` (`R[0][0] = -sqrt(2) MAX`
+    /// for `[[MAX, 1], [MAX, 1]]`; `R[0][1] = -1.13 MAX` for
+    /// `[[1, 0.8 MAX], [1, 0.8 MAX]]`). `R` is the only factor that can:
+    /// the stored reflector entries are at most 1 in magnitude and `tau` is
+    /// in `[0, 2]`. Its `H` and `tau` are filled with NaN, as for
+    /// [`Info::NON_FINITE`]; the other matrices of the batch are factored as
+    /// usual.
+    ///
+    /// It is never a margin, nor an intermediate's overflow: a matrix whose
+    /// `R` fits is factored (`Info::OK`, finite, within the gate) even when
+    /// a column's 2-norm exceeds `f32::MAX` or an `f32` trailing update
+    /// would overflow, by factoring it scaled by a power of two and scaling
+    /// `R` back. Entries of `R` within rounding of `f32::MAX` may go either
+    /// way. (LAPACK's `sgeqrf` has no such code: OpenBLAS returns infinities
+    /// with `info = 0` for both kinds of matrix.) qr-cpu follows this rule;
+    /// qr-gpu does not scale yet and still flags a matrix whose `f32`
+    /// intermediates overflow (`docs/RELIABILITY.md`). Scaling the matrix down
+    /// and scaling `R` back up in wider precision is the remedy for a
+    /// caller that can hold such an `R`.
     pub const OVERFLOW: Info = Info(2);
 
     /// `true` for [`Info::OK`].

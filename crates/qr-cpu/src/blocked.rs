@@ -52,10 +52,17 @@ impl Workspace {
 
 /// Factors the row-major `n x n` matrix `a` into `h` and `tau`, or flags it,
 /// `h` and `tau` all NaN: `Info::NON_FINITE` when it holds a NaN or an
-/// infinity, `Info::OVERFLOW` when its factors do not fit `f32` (a column
-/// 2-norm above `f32::MAX`; the reflectors are computed in `f64`, so only the
-/// final rounding to `f32` overflows). `ws` must come from
-/// [`Workspace::new`] with the same `n`.
+/// infinity, `Info::OVERFLOW` when its `R` does not fit `f32` (the only
+/// factor that can: `|v_i| <= 1` and `tau` is in `[0, 2]`). `ws` must come
+/// from [`Workspace::new`] with the same `n`.
+///
+/// The `f32` pass can overflow in an intermediate (`v^T C`, `T^T W`, a
+/// partial sum: up to about twice a column norm) while `R` still fits, as
+/// LAPACK's `sgeqrf` does. A matrix whose pass is not finite is therefore
+/// factored again scaled by `2^-s` (exact, but for entries pushed below the
+/// normal range), and its `R` scaled back by `2^s`; only an `R` that then
+/// overflows is `OVERFLOW`. Matrices whose first pass is finite, the normal
+/// case, are untouched by this and cost one `O(n^2)` check.
 pub(crate) fn factor_matrix(
     n: usize,
     a: &[f32],
@@ -71,18 +78,83 @@ pub(crate) fn factor_matrix(
         return Info::NON_FINITE;
     }
     h.copy_from_slice(a);
+    factor_in_place(n, h, tau, tuning, ws, par);
+    if all_finite(h, tau) {
+        return Info::OK;
+    }
+    let s = down_scale_exponent(a);
+    if s > 0 {
+        scale_down_into(a, h, s);
+        factor_in_place(n, h, tau, tuning, ws, par);
+        scale_r_up(n, h, s);
+        if all_finite(h, tau) {
+            return Info::OK;
+        }
+    }
+    h.fill(f32::NAN);
+    tau.fill(f32::NAN);
+    Info::OVERFLOW
+}
+
+/// `||A||_F` that the scaled retry brings a matrix down to (at most): every
+/// intermediate of the factorization is then within a small multiple of
+/// `2^100`, far below `f32::MAX` (`2^128`) at any order, while the entries
+/// it pushes below the normal range are under `2^-225` of `||A||_F`.
+const SCALED_NORM_EXP: i32 = 100;
+
+fn all_finite(h: &[f32], tau: &[f32]) -> bool {
+    // O(n^2) beside the O(n^3) factorization.
+    h.iter().chain(tau).all(|x| x.is_finite())
+}
+
+fn factor_in_place(
+    n: usize,
+    h: &mut [f32],
+    tau: &mut [f32],
+    tuning: &Tuning,
+    ws: &mut Workspace,
+    par: Par,
+) {
     if n <= tuning.small_n {
         geqr2_row_major(n, n, h, n, tau, &mut ws.small);
     } else {
         blocked(n, h, tau, tuning, ws, par);
     }
-    // O(n^2) beside the O(n^3) factorization.
-    if !h.iter().chain(tau.iter()).all(|x| x.is_finite()) {
-        h.fill(f32::NAN);
-        tau.fill(f32::NAN);
-        return Info::OVERFLOW;
+}
+
+/// The smallest `s >= 0` with `||A||_F 2^-s <= 2^SCALED_NORM_EXP`. The sum
+/// of squares is formed in `f64`, where it cannot overflow.
+fn down_scale_exponent(a: &[f32]) -> i32 {
+    let ssq: f64 = a.iter().map(|&x| f64::from(x) * f64::from(x)).sum();
+    // log2 of the norm, rounded up; exact enough: one more halving is harmless.
+    let e = (0.5 * ssq.log2()).ceil() as i32;
+    (e - SCALED_NORM_EXP).max(0)
+}
+
+/// `h = a 2^-s`, except that a non-zero entry never becomes zero (it becomes
+/// the smallest subnormal of its sign): which entries are exactly zero
+/// decides `tau = 0`, and the scaled matrix keeps the same zero pattern.
+fn scale_down_into(a: &[f32], h: &mut [f32], s: i32) {
+    let f = 2f64.powi(-s);
+    for (y, &x) in h.iter_mut().zip(a) {
+        let z = (f64::from(x) * f) as f32;
+        *y = if z == 0.0 && x != 0.0 {
+            f32::from_bits(1).copysign(x)
+        } else {
+            z
+        };
     }
-    Info::OK
+}
+
+/// `R = R 2^s` on and above the diagonal of the row-major `h`; an entry
+/// that does not fit `f32` becomes infinite.
+fn scale_r_up(n: usize, h: &mut [f32], s: i32) {
+    let f = 2f64.powi(s);
+    for i in 0..n {
+        for x in &mut h[i * n + i..(i + 1) * n] {
+            *x = (f64::from(*x) * f) as f32;
+        }
+    }
 }
 
 /// Panel after panel, with a look-ahead of one panel: once panel `i` is

@@ -24,9 +24,10 @@
 //!   trailing updates. Scratch is allocated once per worker.
 //! - A matrix holding a NaN or an infinity is not factored: its `info` is
 //!   [`qr_core::Info::NON_FINITE`] and its `H` and `tau` are NaN; the rest of
-//!   the batch is factored as usual. A finite matrix whose factors do not fit
-//!   `f32` (a column 2-norm above `f32::MAX`) is [`qr_core::Info::OVERFLOW`],
-//!   NaN-filled the same way.
+//!   the batch is factored as usual. A finite matrix whose `R` does not fit
+//!   `f32` is [`qr_core::Info::OVERFLOW`], NaN-filled the same way; one whose
+//!   `f32` intermediates overflow while `R` fits is factored again scaled by
+//!   a power of two.
 //!
 //! Tuning constants and their measurements: [`Tuning`] and
 //! `docs/perf/qr-cpu.md`.
