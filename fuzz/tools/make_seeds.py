@@ -115,6 +115,74 @@ cpu("entry_spread", 2, 30, [mat(grading=3), mat(grading=3, exponent=90)], small_
 cpu("outputs_one_more_matrix", 2, 4, [mat(), mat()], out=0xFE)
 cpu("outputs_larger_order", 1, 4, [mat()], out=0xFF)
 
+# cpu_q: batch, n, k, small_n index (0,1,7,16,48), block, batch_parallel_min,
+# par_update_min_cols index, panel_leaf, wide_block, wide_block_min_n index,
+# orgqr_small_n index (0,1,4,16,48), orgqr_block, ormqr_small_n index,
+# ormqr_block, misuse byte (0xf9..0xff), then per matrix: source (0, 1:
+# geqrf's reflectors; 2: arbitrary H and tau; 3: geqrf's, overwritten), the
+# matrix (as `mat`), the n taus (source 2) or the overwrites (source 3), C
+# (n x k, as `mat`).
+def q(name, batch, n, k, matrices, small_n=4, block=8, bpm=2, pumc=3, leaf=8, wide=0, wide_min=3,
+      org_small=4, org_block=8, orm_small=4, orm_block=8, misuse=0):
+    data = [batch, n, k, small_n, block, bpm, pumc, leaf, wide, wide_min, org_small, org_block, orm_small, orm_block, misuse]
+    for m in matrices:
+        data += m
+    write("cpu_q", name, data)
+
+
+def qm(source=0, a=None, taus=(), overwrites=(), c=None):
+    """One matrix of a cpu_q seed; `overwrites`: (is_tau, position, value bytes)."""
+    data = [source] + (a if a is not None else mat())
+    for t in taus:
+        data += t
+    if source == 3:
+        data.append(max(0, len(overwrites) - 1))
+        for is_tau, pos, value in overwrites:
+            data += [1 if is_tau else 0, pos] + (value if is_tau else value)
+    return data + (c if c is not None else mat(seed=77))
+
+
+def tau_in(v):
+    """tau_value tag 3: v / 128 for a byte v (0 to 1.99)."""
+    return [3, v]
+
+
+def tau_named(i):
+    """tau_value tag 1: [0, 1, 2, -1, 2.5, 1e30, -0, 1e-40][i]."""
+    return [1, i]
+
+
+def tau_special(i):
+    """tau_value tag 2: SPECIALS[i]."""
+    return [2, i]
+
+
+q("geqrf_n5_k3", 2, 5, 3, [qm(), qm(a=mat(seed=3), c=mat(seed=4))])
+q("geqrf_n40_k17_blocked", 1, 40, 17, [qm(a=mat(seed=5), c=mat(seed=6))], small_n=0, org_small=0, org_block=8, orm_small=0, orm_block=5, pumc=1)
+q("geqrf_n33_k40_wide_blocks", 2, 33, 40, [qm(a=mat(seed=7)), qm(a=mat(structure=5, seed=8))], small_n=0, org_small=1, org_block=33, orm_small=1, orm_block=0)
+q("geqrf_n24_inner_parallel", 1, 24, 9, [qm(a=mat(seed=9))], bpm=3, pumc=1, org_small=0, org_block=4, orm_small=0, orm_block=3)
+q("arbitrary_taus_n6", 1, 6, 4, [qm(source=2, taus=[tau_in(0), tau_in(255), tau_named(3), tau_named(4), tau_named(5), tau_named(7)])])
+q("arbitrary_taus_blocked_n20", 2, 20, 6, [qm(source=2, taus=[tau_named(i % 8) for i in range(20)]), qm(source=2, a=mat(exponent=120), taus=[tau_named(5)] * 20)], org_small=0, org_block=6, orm_small=0, orm_block=6)
+q("arbitrary_nan_tau", 2, 4, 4, [qm(source=2, taus=[tau_in(64), tau_special(4), tau_in(0), tau_in(1)]), qm()])
+q("nan_below_diagonal", 2, 5, 3, [qm(source=3, overwrites=[(False, 11, special(4))]), qm()])
+q("nan_in_r_part_is_fine", 1, 5, 3, [qm(source=3, overwrites=[(False, 0, special(4)), (False, 7, special(7))])])
+q("inf_tau_overwrite", 1, 5, 3, [qm(source=3, overwrites=[(True, 2, tau_special(7))])])
+q("subnormal_tau_and_v", 1, 5, 3, [qm(source=3, overwrites=[(True, 1, tau_named(7)), (False, 20, special(12))])])
+q("nan_in_c", 2, 6, 5, [qm(c=mat(overrides=[(3, special(4))], n=6)), qm(c=mat(overrides=[(0, special(7))], n=6))])
+q("huge_c", 1, 6, 5, [qm(c=mat(exponent=127))])
+q("max_c_blocked", 1, 30, 4, [qm(c=mat(structure=3, overrides=[(i, special(9)) for i in range(0, 120, 31)], n=30))], org_small=0, orm_small=0, orm_block=4)
+q("tiny_c", 1, 6, 5, [qm(c=mat(exponent=-128))])
+q("non_finite_a", 2, 5, 2, [qm(a=mat(overrides=[(6, special(7))], n=5)), qm()])
+q("overflowing_a", 1, 2, 2, [qm(a=mat(structure=3, overrides=[(0, MAX), (1, ONE), (2, MAX), (3, ONE)], n=2))])
+q("huge_a_scaled_retry", 1, 8, 3, [qm(a=mat(exponent=127, seed=12))])
+q("k0", 2, 7, 0, [qm(), qm(source=2, taus=[tau_special(4)] * 7)])
+q("n0", 2, 0, 5, [qm(), qm()])
+q("batch0", 0, 5, 5, [])
+q("n1", 2, 1, 3, [qm(), qm(source=2, taus=[tau_named(4)])])
+for i, m in enumerate(["h", "tau", "q", "orgqr_info", "c", "ormqr_info", "r"]):
+    q("misuse_" + m, 2, 3, 2, [qm(), qm()], misuse=0xf9 + i)
+q("misuse_c_empty_batch", 0, 3, 2, [], misuse=0xfd)
+
 # gate_check: batch, n, derived byte (0 = arbitrary H and tau), per matrix n*n
 # f32_finite (+ n*n and n f32_any when arbitrary), override count,
 # overrides (value, buffer, position), length byte.

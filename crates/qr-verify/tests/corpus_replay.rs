@@ -49,6 +49,11 @@ fn cpu_geqrf() {
 }
 
 #[test]
+fn cpu_q() {
+    replay("cpu_q", fuzz_check::cpu_q::check);
+}
+
+#[test]
 fn gate_check() {
     replay("gate_check", fuzz_check::gate_check::check);
 }

@@ -96,15 +96,24 @@ pub fn decode(data: &[u8]) -> Input {
 /// input, its bulk from a seeded generator, then a few entries of any bit
 /// pattern written over it.
 fn matrix(r: &mut Reader<'_>, n: usize) -> Vec<f32> {
+    rect(r, n, n)
+}
+
+/// A row-major `rows x cols` matrix made as [`matrix`] makes a square one
+/// (the same bytes give the same square matrix); "diagonal" and "band" are
+/// relative to the top-left corner.
+pub fn rect(r: &mut Reader<'_>, rows: usize, cols: usize) -> Vec<f32> {
     let structure = r.u8() % 8;
     let exponent = i32::from(r.u8() as i8);
     let grading = r.u8() % 4;
     let step = i32::from(r.u8() % 8);
     let mut rng = SplitMix::new(r.u64());
-    let u: Vec<f64> = (0..n).map(|_| f64::from(rng.next_unit())).collect();
-    let mut a = vec![0.0f32; n * n];
-    for i in 0..n {
-        for j in 0..n {
+    let u: Vec<f64> = (0..rows.max(cols))
+        .map(|_| f64::from(rng.next_unit()))
+        .collect();
+    let mut a = vec![0.0f32; rows * cols];
+    for i in 0..rows {
+        for j in 0..cols {
             let x = match structure {
                 0 => f64::from(rng.next_unit()),
                 1 if i <= j => f64::from(rng.next_unit()),
@@ -125,12 +134,12 @@ fn matrix(r: &mut Reader<'_>, n: usize) -> Vec<f32> {
             // Clamp, so that scaling makes huge entries rather than infinities;
             // non-finite entries come from the overrides below.
             let y = x * 2f64.powi(exponent + grade);
-            a[i * n + j] = (y as f32).clamp(f32::MIN, f32::MAX);
+            a[i * cols + j] = (y as f32).clamp(f32::MIN, f32::MAX);
         }
     }
-    if n > 0 {
+    if rows * cols > 0 {
         for _ in 0..r.below(8) {
-            let at = r.below(n * n);
+            let at = r.below(rows * cols);
             a[at] = r.f32_any();
         }
     }
@@ -202,11 +211,7 @@ fn check_matrix(
         return;
     }
     let amax = a.iter().fold(0.0f32, |m, x| m.max(x.abs()));
-    let fit = if amax > HUGE {
-        r_fits(n, a)
-    } else {
-        Fit::Fits
-    };
+    let fit = if amax > HUGE { r_fits(n, a) } else { Fit::Fits };
     if info == Info::OVERFLOW {
         assert!(
             fit != Fit::Fits,

@@ -5,6 +5,7 @@
 //! not see them.
 
 pub mod cpu_geqrf;
+pub mod cpu_q;
 pub mod decode;
 pub mod gate_check;
 pub mod parsers;
