@@ -34,8 +34,12 @@ impl Info {
     /// `R` fits is factored (`Info::OK`, finite, within the gate) even when
     /// a column's 2-norm exceeds `f32::MAX` or an `f32` trailing update
     /// would overflow, by factoring it scaled by a power of two and scaling
-    /// `R` back. Entries of `R` within rounding of `f32::MAX` may go either
-    /// way. (LAPACK's `sgeqrf` has no such code: OpenBLAS returns infinities
+    /// `R` back. Since `|R_ij| <= ||a_j||`, a matrix whose columns all have
+    /// 2-norms below `f32::MAX` is always factored, and one whose first
+    /// column's is above it (`|R_00| = ||a_0||`) never is; between, `R` is
+    /// the backend's own (ill-conditioned leading columns leave `R_ij` free
+    /// within the backward error), and entries within rounding of
+    /// `f32::MAX` may go either way. (LAPACK's `sgeqrf` has no such code: OpenBLAS returns infinities
     /// with `info = 0` for both kinds of matrix.) qr-cpu follows this rule;
     /// qr-gpu does not scale yet and still flags a matrix whose `f32`
     /// intermediates overflow (`docs/RELIABILITY.md`). Scaling the matrix down
