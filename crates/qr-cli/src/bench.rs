@@ -1,26 +1,29 @@
 //! `qr bench`: the ranking's timing method on chosen shapes, ours against peers.
 //!
 //! Per shape: the list of inputs `qr suite` would time (about 256 MiB, at
-//! most 50), every input factored once by our backend and gated (untimed),
-//! then ours and each peer timed with [`Backend::bench`] on the same list
-//! (warm-up, cache flush before each repetition, repetitions until the mean
-//! is known to 1% or the budget ends).
+//! most 50), the operation run once by our backend on every input and
+//! gated (untimed), then ours and each peer timed with
+//! [`Backend::bench_op`] on the same list (warm-up, cache flush before each
+//! repetition, repetitions until the mean is known to 1% or the budget
+//! ends). For the `Q` operations, what each peer's time covers is printed
+//! under the header: nalgebra and faer have no `(H, tau)` input.
 
 use std::path::PathBuf;
 use std::str::FromStr;
 
 use clap::{Args, ValueEnum};
-use qr_core::{Backend, BatchRef, BenchTiming, Factorization};
+use qr_core::{Backend, BenchTiming, Operation};
 use qr_cpu::CpuBackend;
-use qr_verify::{Case, GateReport, Spec, check, geomean, parse_shape};
+use qr_verify::suite::{c_seed, input_seed};
+use qr_verify::{Case, Metric, OpReport, Spec, gate_op, geomean, parse_shape};
 use serde::Serialize;
 
 use crate::error::{CliError, Outcome};
 use crate::inputs::{TimingOpts, input_list};
-use crate::peers;
+use crate::peers::{self, Peer};
 use crate::progress;
 use crate::select::{Selected, gpu, parse_strategy};
-use crate::suite::verdict;
+use crate::suite::{MetricRow, OpArg, verdict};
 use crate::table::{Table, fmt_gate, fmt_ratio, fmt_time};
 
 /// Which of our backends `qr bench` times.
@@ -61,6 +64,9 @@ pub struct BenchArgs {
     /// Our backend to time.
     #[arg(long, value_enum)]
     pub backend: BenchBackend,
+    /// The operation to time (ormqr: `Q^T C` with `C` the input).
+    #[arg(long, value_enum, default_value_t = OpArg::Geqrf)]
+    pub op: OpArg,
     /// Shapes, comma-separated, each BATCHxN (e.g. `20x32,40x176,64x512`).
     #[arg(long, value_delimiter = ',', required = true)]
     pub shapes: Vec<ShapeArg>,
@@ -131,10 +137,8 @@ pub struct BenchRow {
     pub best_peer: Option<String>,
     /// Best peer's mean time over ours (`> 1`: we are faster).
     pub ratio: Option<f64>,
-    /// Largest `sfr` of our outputs.
-    pub worst_sfr: f64,
-    /// Largest `orth` of our outputs.
-    pub worst_orth: f64,
+    /// The worst value of each metric of the operation's gate over our outputs.
+    pub metrics: Vec<MetricRow>,
     /// Every output of ours met the bar.
     pub meets_bar: bool,
     /// Every output of ours passed the contract's gate.
@@ -159,6 +163,7 @@ impl BenchRow {
 
 #[derive(Debug, Serialize)]
 struct BenchReport<'a> {
+    op: String,
     backend: &'a str,
     reason: &'a str,
     case: String,
@@ -184,29 +189,34 @@ pub fn run(args: &BenchArgs) -> Result<Outcome, CliError> {
             spec.shape().map(|_| spec)
         })
         .collect::<Result<Vec<_>, _>>()?;
+    let op = args.op.operation();
     let (selected, peers) = backends(args)?;
     println!("backend: {}", selected.reason);
+    println!("ours times: {}", peers::from_reflectors(op));
     for p in &peers {
-        println!("peer {}: {}", p.name(), p.describe());
+        println!("peer {}: {}", p.name(), p.backend.describe());
+        println!("peer {} times: {}", p.name(), p.times(op));
     }
     println!(
-        "case {}, cond {}, seed {}; time per input, ratio = best peer / ours (> 1: ours is faster)",
+        "op {op}, case {}, cond {}, seed {}; time per input, ratio = best peer / ours (> 1: ours is faster)",
         args.case, args.cond, opts.seed
     );
+    let metrics = Metric::of(op);
+    let names: Vec<String> = metrics
+        .iter()
+        .map(|m| format!("worst {}", m.name()))
+        .collect();
     let mut columns: Vec<(&str, usize)> = vec![("shape", 10), ("inputs", 6), ("ours", 11)];
     columns.extend(peers.iter().map(|p| (p.name(), 11)));
-    columns.extend([
-        ("ratio", 7),
-        ("worst sfr", 9),
-        ("worst orth", 10),
-        ("bar", 4),
-    ]);
+    columns.push(("ratio", 7));
+    columns.extend(names.iter().map(|n| (n.as_str(), 9)));
+    columns.push(("bar", 4));
     let table = Table::new(&columns);
     println!("{}", table.header());
     let bar = progress::bar(specs.len() * (1 + peers.len()));
     let mut rows = Vec::with_capacity(specs.len());
     for spec in &specs {
-        let row = bench_shape(spec, &selected, &peers, &opts, &bar)?;
+        let row = bench_shape(op, spec, &selected, &peers, &opts, &bar)?;
         progress::println(&bar, &table.row(&cells(&row)));
         rows.push(row);
     }
@@ -223,6 +233,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome, CliError> {
     }
     if let Some(path) = &args.json {
         let report = BenchReport {
+            op: op.to_string(),
             backend: selected.backend.name(),
             reason: &selected.reason,
             case: args.case.to_string(),
@@ -238,7 +249,7 @@ pub fn run(args: &BenchArgs) -> Result<Outcome, CliError> {
 }
 
 /// Our backend and the peers `args` ask for.
-fn backends(args: &BenchArgs) -> Result<(Selected, Vec<Box<dyn Backend>>), CliError> {
+fn backends(args: &BenchArgs) -> Result<(Selected, Vec<Peer>), CliError> {
     let defaults = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
     match args.backend {
         BenchBackend::Cpu => {
@@ -273,9 +284,10 @@ fn backends(args: &BenchArgs) -> Result<(Selected, Vec<Box<dyn Backend>>), CliEr
 
 /// Gates and times ours, then times every peer, on one shape's list.
 fn bench_shape(
+    op: Operation,
     spec: &Spec,
     ours: &Selected,
-    peers: &[Box<dyn Backend>],
+    peers: &[Peer],
     opts: &qr_verify::RunOptions,
     bar: &indicatif::ProgressBar,
 ) -> Result<BenchRow, CliError> {
@@ -285,18 +297,24 @@ fn bench_shape(
     let list = input_list(spec, opts)?;
     let views: Vec<&[f32]> = list.iter().map(Vec::as_slice).collect();
     bar.set_message(format!("{label}: gating {}", ours.backend.name()));
-    let report = gate_all(ours.backend.as_ref(), spec, &list)?;
+    let mut report = OpReport::new(Metric::of(op));
+    for (i, a) in list.iter().enumerate() {
+        // Seeded as `qr suite` seeds it, so both gate the same products.
+        let seed = c_seed(input_seed(opts.seed, i));
+        report.extend(gate_op(ours.backend.as_ref(), op, shape, a, seed)?);
+    }
     bar.set_message(format!("{label}: timing {}", ours.backend.name()));
     let ours_timing = ours
         .backend
-        .bench(shape, &views, &opts.bench)
+        .bench_op(op, shape, &views, &opts.bench)
         .map_err(|e| e.to_string());
     bar.inc(1);
     let mut peer_rows = Vec::with_capacity(peers.len());
     for peer in peers {
         bar.set_message(format!("{label}: timing {}", peer.name()));
         let timing = peer
-            .bench(shape, &views, &opts.bench)
+            .backend
+            .bench_op(op, shape, &views, &opts.bench)
             .map_err(|e| e.to_string());
         if let Err(e) = &timing {
             progress::println(bar, &format!("{label}: peer {} failed: {e}", peer.name()));
@@ -313,25 +331,20 @@ fn bench_shape(
         peers: peer_rows,
         best_peer: None,
         ratio: None,
-        worst_sfr: report.worst_sfr(),
-        worst_orth: report.worst_orth(),
+        metrics: report
+            .metrics
+            .iter()
+            .map(|&m| MetricRow {
+                name: m.name(),
+                worst: report.worst(m),
+                bar: m.bar(),
+            })
+            .collect(),
         meets_bar: report.meets_bar(),
         passes_gate: report.passes_gate(),
     };
     row.rank();
     Ok(row)
-}
-
-/// Factors every input once with `backend` and gates it (untimed).
-fn gate_all(backend: &dyn Backend, spec: &Spec, list: &[Vec<f32>]) -> Result<GateReport, CliError> {
-    let shape = spec.shape()?;
-    let mut report = GateReport::default();
-    let mut f = Factorization::zeroed(shape)?;
-    for a in list {
-        backend.geqrf_into(BatchRef::new(shape, a)?, f.as_batch_mut()?)?;
-        report.extend(check(shape, a, &f.h, &f.tau)?);
-    }
-    Ok(report)
 }
 
 fn cells(row: &BenchRow) -> Vec<String> {
@@ -344,8 +357,7 @@ fn cells(row: &BenchRow) -> Vec<String> {
     let mut cells = vec![row.shape.clone(), row.inputs.to_string(), time(&row.ours)];
     cells.extend(row.peers.iter().map(time));
     cells.push(row.ratio.map_or_else(|| "-".into(), fmt_ratio));
-    cells.push(fmt_gate(row.worst_sfr));
-    cells.push(fmt_gate(row.worst_orth));
+    cells.extend(row.metrics.iter().map(|m| fmt_gate(m.worst)));
     cells.push(verdict(row.passes_gate, row.meets_bar).into());
     cells
 }
@@ -409,8 +421,18 @@ mod tests {
             ],
             best_peer: None,
             ratio: None,
-            worst_sfr: 0.1,
-            worst_orth: 0.2,
+            metrics: vec![
+                MetricRow {
+                    name: "sfr".into(),
+                    worst: 0.1,
+                    bar: 5.0,
+                },
+                MetricRow {
+                    name: "orth".into(),
+                    worst: 0.2,
+                    bar: 25.0,
+                },
+            ],
             meets_bar: true,
             passes_gate: true,
         };

@@ -1,10 +1,11 @@
-//! `qr suite`: the `qr_v2` test or benchmark set, one row per case.
+//! `qr suite`: the `qr_v2` test or benchmark set, one row per case, for
+//! `geqrf` or one of the `Q` operations.
 
 use std::path::PathBuf;
 
-use clap::Args;
-use qr_verify::gate::{ORTH_BAR, SFR_BAR};
-use qr_verify::{CaseResult, Set, Spec, geomean, run_case, run_spec};
+use clap::{Args, ValueEnum};
+use qr_core::{ApplyQ, Operation};
+use qr_verify::{CaseResult, Metric, Set, Spec, geomean, run_case, run_spec};
 use serde::Serialize;
 
 use crate::error::{CliError, Outcome};
@@ -13,12 +14,44 @@ use crate::progress;
 use crate::select::{BackendOpts, select};
 use crate::table::{Table, fmt_gate, fmt_seconds, fmt_time};
 
+/// The operation `--op` names.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum OpArg {
+    /// `A -> (H, tau)`: gated by `sfr` and `orth`.
+    Geqrf,
+    /// `(H, tau) -> Q` from our own `geqrf`: gated by `qerr` and `orth` of `Q`.
+    Orgqr,
+    /// `op(Q) C`: gated for `Q C`, `Q^T C`, `C Q` and `C Q^T` with a random
+    /// `n x n` `C`; timed for `Q^T C` with `C` the input.
+    Ormqr,
+    /// `A -> (Q, R)`: gated by `recon`, `orth` and `qerr`, and `split` (entries
+    /// not bit for bit `geqrf` then `orgqr`, which must be 0).
+    Qr,
+}
+
+impl OpArg {
+    /// The operation run, gated and timed.
+    pub fn operation(self) -> Operation {
+        match self {
+            OpArg::Geqrf => Operation::Geqrf,
+            OpArg::Orgqr => Operation::Orgqr,
+            // The projection Q^T C is the product most callers time (torch's
+            // ormqr(left=True, transpose=True)); the gate covers all four.
+            OpArg::Ormqr => Operation::Ormqr(ApplyQ::QT_LEFT),
+            OpArg::Qr => Operation::Qr,
+        }
+    }
+}
+
 /// Arguments of `qr suite`.
 #[derive(Clone, Debug, Args)]
 pub struct SuiteArgs {
     /// Which set: `tests` (22 correctness cases) or `benchmarks` (the 14 ranked ones).
     #[arg(long, default_value = "tests")]
     pub set: Set,
+    /// The operation to run, gate and time.
+    #[arg(long, value_enum, default_value_t = OpArg::Geqrf)]
+    pub op: OpArg,
     #[command(flatten)]
     pub backend: BackendOpts,
     /// Run at most N matrices of each case; capped cases are marked `N of B`.
@@ -57,18 +90,34 @@ pub struct SuiteRow {
     pub reps: usize,
     /// The clock that measured it.
     pub clock: &'static str,
-    /// Largest `sfr` over every matrix of every input.
-    pub worst_sfr: f64,
-    /// Largest `orth` over every matrix of every input.
-    pub worst_orth: f64,
+    /// Largest `sfr` over every matrix of every input (`geqrf` only).
+    pub worst_sfr: Option<f64>,
+    /// Largest `orth` over every matrix of every input (not for `ormqr`).
+    pub worst_orth: Option<f64>,
+    /// Every metric of the operation's gate, worst over every matrix.
+    pub metrics: Vec<MetricRow>,
+    /// Matrices with a non-OK `info`, not measured (each misses the bar).
+    pub not_measured: usize,
     /// Every matrix within the contract's gate (`sfr <= 20`, `orth <= 100`).
     pub passes_gate: bool,
     /// Every matrix within the project's bar (`sfr <= 5`, `orth <= 25`).
     pub meets_bar: bool,
 }
 
+/// One metric of a row: its worst value and the bar it is held to.
+#[derive(Clone, Debug, Serialize)]
+pub struct MetricRow {
+    /// The metric's name (`sfr`, `qerr`, `Q^T C`, ...).
+    pub name: String,
+    /// Largest value over every measured matrix.
+    pub worst: f64,
+    /// The project's bar for it.
+    pub bar: f64,
+}
+
 impl From<&CaseResult> for SuiteRow {
     fn from(r: &CaseResult) -> Self {
+        let has = |m: Metric| r.report.metrics.contains(&m);
         Self {
             spec: r.spec.to_string(),
             batch: r.spec.batch,
@@ -80,8 +129,19 @@ impl From<&CaseResult> for SuiteRow {
             rel_error: r.timing.rel_error,
             reps: r.timing.reps,
             clock: r.timing.clock,
-            worst_sfr: r.report.worst_sfr(),
-            worst_orth: r.report.worst_orth(),
+            worst_sfr: has(Metric::Sfr).then(|| r.report.worst(Metric::Sfr)),
+            worst_orth: has(Metric::Orth).then(|| r.report.worst(Metric::Orth)),
+            metrics: r
+                .report
+                .metrics
+                .iter()
+                .map(|&m| MetricRow {
+                    name: m.name(),
+                    worst: r.report.worst(m),
+                    bar: m.bar(),
+                })
+                .collect(),
+            not_measured: r.report.not_measured(),
             passes_gate: r.report.passes_gate(),
             meets_bar: r.report.meets_bar(),
         }
@@ -92,6 +152,7 @@ impl From<&CaseResult> for SuiteRow {
 #[derive(Debug, Serialize)]
 struct SuiteReport<'a> {
     set: String,
+    op: String,
     backend: String,
     reason: &'a str,
     seed: u64,
@@ -102,18 +163,24 @@ struct SuiteReport<'a> {
     all_meet_bar: bool,
 }
 
-fn table() -> Table {
-    Table::new(&[
+/// The columns for `metrics`: the case and its timing, the worst value of
+/// each metric, the verdict.
+fn table(metrics: &[Metric]) -> Table {
+    let names: Vec<String> = metrics
+        .iter()
+        .map(|m| format!("worst {}", m.name()))
+        .collect();
+    let mut columns: Vec<(&str, usize)> = vec![
         ("case", 24),
         ("batch", 10),
         ("inputs", 6),
         ("mean", 11),
         ("median", 11),
         ("+-", 6),
-        ("worst sfr", 9),
-        ("worst orth", 10),
-        ("bar", 8),
-    ])
+    ];
+    columns.extend(names.iter().map(|n| (n.as_str(), 9)));
+    columns.push(("bar", 8));
+    Table::new(&columns)
 }
 
 /// The row's cells in [`table`]'s order.
@@ -128,17 +195,17 @@ fn cells(row: &SuiteRow) -> Vec<String> {
     } else {
         "-".into()
     };
-    vec![
+    let mut cells = vec![
         row.spec.clone(),
         batch,
         row.inputs.to_string(),
         fmt_seconds(row.mean_s),
         fmt_seconds(row.median_s),
         rel,
-        fmt_gate(row.worst_sfr),
-        fmt_gate(row.worst_orth),
-        verdict(row.passes_gate, row.meets_bar).into(),
-    ]
+    ];
+    cells.extend(row.metrics.iter().map(|m| fmt_gate(m.worst)));
+    cells.push(verdict(row.passes_gate, row.meets_bar).into());
+    cells
 }
 
 /// `pass` within the bar, `gate` within the contract's gate only, `FAIL` otherwise.
@@ -170,13 +237,20 @@ pub fn select_specs(set: Set, filter: Option<&str>) -> Result<Vec<Spec>, CliErro
 pub fn run(args: &SuiteArgs) -> Result<Outcome, CliError> {
     let specs = select_specs(args.set, args.filter.as_deref())?;
     let opts = args.timing.run_options(args.max_batch)?;
+    let op = args.op.operation();
+    let metrics = Metric::of(op);
     let selected = select(&args.backend)?;
     println!("backend: {}", selected.reason);
+    let bars: Vec<String> = metrics
+        .iter()
+        .map(|m| format!("{} <= {}", m.name(), m.bar()))
+        .collect();
     println!(
-        "set: {} ({} cases), seed {}, bar: sfr <= {SFR_BAR}, orth <= {ORTH_BAR}",
+        "set: {} ({} cases), op {op}, seed {}, bar: {}",
         args.set,
         specs.len(),
-        opts.seed
+        opts.seed,
+        bars.join(", ")
     );
     // Kernels are compiled up front, on every core, rather than one at a
     // time as each case first needs them.
@@ -185,13 +259,13 @@ pub fn run(args: &SuiteArgs) -> Result<Outcome, CliError> {
         .map(|s| run_spec(s, &opts).shape())
         .collect::<Result<Vec<_>, _>>()?;
     selected.backend.prepare(&shapes)?;
-    let table = table();
+    let table = table(&metrics);
     println!("{}", table.header());
     let bar = progress::bar(specs.len());
     let mut rows = Vec::with_capacity(specs.len());
     for spec in &specs {
         bar.set_message(spec.to_string());
-        let result = run_case(selected.backend.as_ref(), spec, &opts)?;
+        let result = run_case(selected.backend.as_ref(), op, spec, &opts)?;
         let row = SuiteRow::from(&result);
         progress::println(&bar, &table.row(&cells(&row)));
         rows.push(row);
@@ -205,6 +279,7 @@ pub fn run(args: &SuiteArgs) -> Result<Outcome, CliError> {
     if let Some(path) = &args.json {
         let report = SuiteReport {
             set: args.set.to_string(),
+            op: op.to_string(),
             backend: selected.backend.name().to_string(),
             reason: &selected.reason,
             seed: opts.seed,
@@ -253,6 +328,17 @@ pub fn summarize(rows: &[SuiteRow]) -> Summary {
             "capped by --max-batch ({}, times not comparable with the full batch): {}",
             cases(capped.len()),
             capped.join(" ")
+        ));
+    }
+    let unmeasured: Vec<String> = rows
+        .iter()
+        .filter(|r| r.not_measured > 0)
+        .map(|r| format!("{} ({})", r.spec, r.not_measured))
+        .collect();
+    if !unmeasured.is_empty() {
+        lines.push(format!(
+            "matrices with a non-OK info, not measured: {}",
+            unmeasured.join(" ")
         ));
     }
     let missed: Vec<&str> = rows
@@ -310,8 +396,21 @@ mod tests {
             rel_error: 0.005,
             reps: 3,
             clock: "host",
-            worst_sfr: sfr,
-            worst_orth: 1.0,
+            worst_sfr: Some(sfr),
+            worst_orth: Some(1.0),
+            metrics: vec![
+                MetricRow {
+                    name: "sfr".into(),
+                    worst: sfr,
+                    bar: 5.0,
+                },
+                MetricRow {
+                    name: "orth".into(),
+                    worst: 1.0,
+                    bar: 25.0,
+                },
+            ],
+            not_measured: 0,
             passes_gate: sfr <= 20.0,
             meets_bar: sfr <= 5.0,
         }
@@ -334,6 +433,26 @@ mod tests {
         assert_eq!(c[5], "0.5%");
         assert_eq!(cells(&rows[1])[8], "gate");
         assert!(summarize(&rows[..1]).all_meet_bar);
+        let unmeasured = SuiteRow {
+            not_measured: 2,
+            ..row("2,8,0,dense", 1e-3, 0.1, false)
+        };
+        let s = summarize(&[unmeasured]);
+        assert_eq!(
+            s.lines[1],
+            "matrices with a non-OK info, not measured: 2,8,0,dense (2)"
+        );
+    }
+
+    #[test]
+    fn columns_follow_the_operation() {
+        let header = table(&Metric::of(OpArg::Ormqr.operation())).header();
+        for name in ["worst Q C", "worst Q^T C", "worst C Q", "worst C Q^T"] {
+            assert!(header.contains(name), "{header}");
+        }
+        let header = table(&Metric::of(OpArg::Qr.operation())).header();
+        assert!(header.contains("worst recon") && header.contains("worst split"));
+        assert!(!header.contains("sfr"), "{header}");
     }
 
     #[test]

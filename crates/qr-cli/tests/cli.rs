@@ -94,6 +94,10 @@ fn suite_runs_a_filtered_capped_case_and_writes_json() {
     assert_eq!(rows[0]["inputs"], 2);
     assert_eq!(rows[0]["meets_bar"], true);
     assert!(rows[0]["worst_sfr"].as_f64().unwrap() <= 5.0);
+    assert_eq!(report["op"], "geqrf");
+    assert_eq!(rows[0]["metrics"][0]["name"], "sfr");
+    assert_eq!(rows[0]["metrics"][1]["bar"], 25.0);
+    assert_eq!(rows[0]["not_measured"], 0);
     assert!(report["geomean_mean_s"].as_f64().unwrap() > 0.0);
     std::fs::remove_dir_all(&dir).unwrap();
 }
@@ -131,6 +135,92 @@ fn bench_times_ours_and_the_peers() {
 }
 
 #[test]
+fn suite_runs_every_operation_with_its_metrics() {
+    for (op, columns) in [
+        ("geqrf", &["worst sfr", "worst orth"][..]),
+        ("orgqr", &["worst qerr", "worst orth"][..]),
+        (
+            "ormqr",
+            &["worst Q C", "worst Q^T C", "worst C Q", "worst C Q^T"][..],
+        ),
+        (
+            "qr",
+            &["worst recon", "worst orth", "worst qerr", "worst split"][..],
+        ),
+    ] {
+        let o = qr(&[
+            "suite",
+            "--backend",
+            "cpu",
+            "--op",
+            op,
+            "--filter",
+            "20,32,1,dense",
+            "--max-batch",
+            "3",
+            "--max-inputs",
+            "2",
+            "--budget",
+            "0.05",
+        ]);
+        assert_status(&o, 0);
+        let out = stdout(&o);
+        assert!(out.contains(&format!(", op {op}")), "{out}");
+        let header = out.lines().find(|l| l.starts_with("case")).unwrap();
+        for c in columns {
+            assert!(header.contains(c), "{op}: {header}");
+        }
+        let row = out
+            .lines()
+            .find(|l| l.starts_with("20,32,1,dense"))
+            .unwrap();
+        assert!(row.contains("3 of 20") && row.ends_with("pass"), "{row}");
+        // One number per metric between the timing and the verdict.
+        let cells: Vec<&str> = row.split_whitespace().collect();
+        let gates = &cells[cells.len() - 1 - columns.len()..cells.len() - 1];
+        assert!(
+            gates
+                .iter()
+                .all(|g| g.parse::<f64>().is_ok_and(|v| v <= 5.0)),
+            "{op}: {row}"
+        );
+    }
+}
+
+#[test]
+fn bench_times_a_q_operation_and_says_what_peers_time() {
+    let o = qr(&[
+        "bench",
+        "--backend",
+        "cpu",
+        "--op",
+        "orgqr",
+        "--shapes",
+        "2x16",
+        "--peers",
+        "faer-batch,nalgebra",
+        "--max-inputs",
+        "1",
+        "--budget",
+        "0.05",
+    ]);
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    assert!(
+        out.contains("ours times: orgqr of its own geqrf's (H, tau)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("peer nalgebra-batch times: q() of its own QR"),
+        "{out}"
+    );
+    let header = out.lines().find(|l| l.starts_with("shape")).unwrap();
+    assert!(header.contains("worst qerr"), "{header}");
+    let row = out.lines().find(|l| l.starts_with("2x16")).unwrap();
+    assert!(row.ends_with("pass") && row.contains('x'), "{row}");
+}
+
+#[test]
 fn plan_answers_with_or_without_a_device() {
     let o = qr(&["plan", "--n", "64", "--batch", "4"]);
     assert_status(&o, 0);
@@ -165,6 +255,29 @@ fn misuse_exits_with_status_2() {
     );
     // Shapes are BATCHxN.
     assert_status(&qr(&["bench", "--backend", "cpu", "--shapes", "16"]), 2);
+    // An operation that does not exist, in either command: clap names the
+    // value and the ones it accepts.
+    for cmd in [
+        &["suite", "--backend", "cpu", "--op", "geqr"][..],
+        &[
+            "bench",
+            "--backend",
+            "cpu",
+            "--shapes",
+            "1x4",
+            "--op",
+            "householder",
+        ][..],
+    ] {
+        let o = qr(cmd);
+        assert_status(&o, 2);
+        let err = String::from_utf8_lossy(&o.stderr);
+        assert!(
+            err.contains("invalid value")
+                && err.contains("[possible values: geqrf, orgqr, ormqr, qr]"),
+            "{err}"
+        );
+    }
     // A shape whose byte count overflows is refused while parsing, not run.
     let o = qr(&["bench", "--backend", "cpu", "--shapes", "2x4294967296"]);
     assert_status(&o, 2);

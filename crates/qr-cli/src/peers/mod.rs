@@ -11,6 +11,13 @@
 //! `-batch` runs one matrix per task with rayon across the batch and the
 //! library single-threaded; `-inner` runs the matrices one after another
 //! with the library's own parallelism inside each.
+//!
+//! For the `Q` operations, a peer that takes `geqrf`'s `(H, tau)` (LAPACK's
+//! `sorgqr`/`sormqr`, the GPU peers) implements `orgqr_into`/`ormqr_into`
+//! and is timed by qr-core's `bench_op` like ours: its own `geqrf` untimed,
+//! then the operation. nalgebra and faer have no such input: their
+//! `bench_op` times what their users do to get `Q` from their own QR (see
+//! [`Peer::times`]), which `qr bench` prints under its header.
 
 mod faer;
 mod gpu;
@@ -18,7 +25,9 @@ mod gpu;
 mod lapack;
 mod nalgebra;
 
-use qr_core::{Backend, BatchMut, BatchRef, Info};
+use std::time::Instant;
+
+use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Info, Operation, QrError};
 use rayon::prelude::*;
 
 use crate::error::CliError;
@@ -55,19 +64,62 @@ pub const CPU_DEFAULT: &[&str] = if cfg!(feature = "lapack") {
 /// The GPU peers `--peers` names when none are given.
 pub const GPU_DEFAULT: &[&str] = &["cusolver", "cublas-batched"];
 
+/// A peer library and what its timing of each operation covers.
+pub struct Peer {
+    /// The library as a backend; its `bench_op` is what `qr bench` times.
+    pub backend: Box<dyn Backend>,
+    times: fn(Operation) -> &'static str,
+}
+
+impl Peer {
+    /// A peer timed through qr-core's `bench_op`, from its own `(H, tau)`.
+    pub fn from_reflectors(backend: Box<dyn Backend>) -> Self {
+        Self {
+            backend,
+            times: from_reflectors,
+        }
+    }
+
+    /// A peer whose `bench_op` times its own equivalent, described by `times`.
+    pub fn own(backend: Box<dyn Backend>, times: fn(Operation) -> &'static str) -> Self {
+        Self { backend, times }
+    }
+
+    /// The peer's name.
+    pub fn name(&self) -> &str {
+        self.backend.name()
+    }
+
+    /// What the peer's timing of `op` covers.
+    pub fn times(&self, op: Operation) -> &'static str {
+        (self.times)(op)
+    }
+}
+
+/// What qr-core's `bench_op` times, for ours and for peers that take `(H, tau)`.
+pub fn from_reflectors(op: Operation) -> &'static str {
+    match op {
+        Operation::Geqrf => "geqrf",
+        Operation::Orgqr => "orgqr of its own geqrf's (H, tau), factored untimed",
+        Operation::Ormqr(_) => "ormqr of its own geqrf's (H, tau), factored untimed",
+        Operation::Qr => "geqrf then orgqr",
+    }
+}
+
 /// The CPU peers `names` ask for, in order; `faer` and `lapack` expand to
 /// their `-batch` and `-inner` configurations.
-pub fn cpu_peers(names: &[String]) -> Result<Vec<Box<dyn Backend>>, CliError> {
-    let mut peers: Vec<Box<dyn Backend>> = Vec::new();
+pub fn cpu_peers(names: &[String]) -> Result<Vec<Peer>, CliError> {
+    let faer = |spread| Peer::own(Box::new(FaerPeer::new(spread)), self::faer::times);
+    let mut peers = Vec::new();
     for name in names {
         match name.as_str() {
             "faer" => {
-                peers.push(Box::new(FaerPeer::new(Spread::Batch)));
-                peers.push(Box::new(FaerPeer::new(Spread::Inner)));
+                peers.push(faer(Spread::Batch));
+                peers.push(faer(Spread::Inner));
             }
-            "faer-batch" => peers.push(Box::new(FaerPeer::new(Spread::Batch))),
-            "faer-inner" => peers.push(Box::new(FaerPeer::new(Spread::Inner))),
-            "nalgebra" => peers.push(Box::new(NalgebraPeer)),
+            "faer-batch" => peers.push(faer(Spread::Batch)),
+            "faer-inner" => peers.push(faer(Spread::Inner)),
+            "nalgebra" => peers.push(Peer::own(Box::new(NalgebraPeer), self::nalgebra::times)),
             "lapack" | "lapack-batch" | "lapack-inner" => push_lapack(name, &mut peers)?,
             other => {
                 return Err(CliError(format!(
@@ -81,27 +133,72 @@ pub fn cpu_peers(names: &[String]) -> Result<Vec<Box<dyn Backend>>, CliError> {
 }
 
 #[cfg(feature = "lapack")]
-fn push_lapack(name: &str, peers: &mut Vec<Box<dyn Backend>>) -> Result<(), CliError> {
+fn push_lapack(name: &str, peers: &mut Vec<Peer>) -> Result<(), CliError> {
     use self::lapack::LapackPeer;
     if name != "lapack-inner" {
-        peers.push(Box::new(LapackPeer::new(Spread::Batch)));
+        peers.push(Peer::from_reflectors(Box::new(LapackPeer::new(
+            Spread::Batch,
+        ))));
     }
     if name != "lapack-batch" {
-        peers.push(Box::new(LapackPeer::new(Spread::Inner)));
+        peers.push(Peer::from_reflectors(Box::new(LapackPeer::new(
+            Spread::Inner,
+        ))));
     }
     Ok(())
 }
 
 #[cfg(not(feature = "lapack"))]
-fn push_lapack(name: &str, _: &mut Vec<Box<dyn Backend>>) -> Result<(), CliError> {
+fn push_lapack(name: &str, _: &mut Vec<Peer>) -> Result<(), CliError> {
     Err(CliError(format!(
         "peer `{name}` needs LAPACK: build with `--features lapack` (and libopenblas-dev installed)"
     )))
 }
 
 /// The GPU peers `names` ask for, on device 0.
-pub fn gpu_peers(names: &[String]) -> Result<Vec<Box<dyn Backend>>, CliError> {
-    names.iter().map(|name| gpu::peer(name)).collect()
+pub fn gpu_peers(names: &[String]) -> Result<Vec<Peer>, CliError> {
+    names
+        .iter()
+        .map(|name| gpu::peer(name).map(Peer::from_reflectors))
+        .collect()
+}
+
+/// Times `pass` (one pass over `inputs` inputs) by qr-core's host method:
+/// warm-up passes, then timed passes until [`BenchTiming::should_stop`],
+/// the cache evicted before each. For peers whose `bench_op` times their
+/// own preparation-free equivalent of an operation.
+pub(crate) fn time_passes(
+    opts: &BenchOptions,
+    inputs: usize,
+    mut pass: impl FnMut() -> Result<(), QrError>,
+) -> Result<BenchTiming, QrError> {
+    let mut flush = vec![0.0f32; opts.flush_bytes / 4];
+    for _ in 0..opts.warmup {
+        pass()?;
+    }
+    let mut samples = Vec::new();
+    let started = Instant::now();
+    let mut round = 0u32;
+    while !BenchTiming::should_stop(&samples, started, opts) {
+        round += 1;
+        // As qr-core's loop: every repetition starts with the inputs evicted.
+        flush.fill(round as f32);
+        std::hint::black_box(&flush);
+        let t0 = Instant::now();
+        pass()?;
+        samples.push(t0.elapsed().as_secs_f64() / inputs.max(1) as f64);
+    }
+    Ok(BenchTiming::from_samples(&samples, "host"))
+}
+
+/// Writes the `rows x cols` matrix whose entry `(i, j)` is `at(i, j)` (a
+/// faer or nalgebra matrix, column-major) into `dst`, row-major.
+fn write_row_major(rows: usize, cols: usize, at: impl Fn(usize, usize) -> f32, dst: &mut [f32]) {
+    for (i, row) in dst.chunks_exact_mut(cols.max(1)).enumerate().take(rows) {
+        for (j, d) in row.iter_mut().enumerate() {
+            *d = at(i, j);
+        }
+    }
 }
 
 /// Runs `factor(a_b, h_b, tau_b)` on every matrix of the batch, spread as
@@ -160,8 +257,51 @@ fn transpose_into(n: usize, src: &[f32], dst: &mut [f32]) {
 
 #[cfg(test)]
 pub(crate) mod test_support {
-    use qr_core::{Backend, Shape, geqrf};
+    use std::time::Duration;
+
+    use qr_core::{Backend, BenchOptions, EPS_F32, Shape, geqrf};
     use qr_verify::{Spec, check, generate};
+
+    /// One timed repetition, no warm-up, no flush: enough to run the code.
+    pub fn one_rep() -> BenchOptions {
+        BenchOptions {
+            warmup: 0,
+            min_reps: 1,
+            max_reps: 1,
+            budget: Duration::ZERO,
+            flush_bytes: 0,
+            ..BenchOptions::default()
+        }
+    }
+
+    /// Checks that `q_of(n, a)` (row-major in and out) is a `Q` of a small
+    /// full-rank `a`, whatever its signs: orthogonal (`orth <= 25`) and
+    /// with `Q^T A` upper triangular to within `5 n eps ||A||_1`.
+    pub fn assert_q_factors(n: usize, q_of: impl Fn(usize, &[f32]) -> Vec<f32>) {
+        let spec = Spec {
+            batch: 1,
+            n,
+            cond: 1.0,
+            case: qr_verify::Case::Dense,
+        };
+        let a = generate(&spec, 5);
+        let q = q_of(n, &a);
+        let at = |m: &[f32], i: usize, j: usize| f64::from(m[i * n + j]);
+        let product = |x: &[f32], y: &[f32], i: usize, j: usize| -> f64 {
+            (0..n).map(|l| at(x, l, i) * at(y, l, j)).sum()
+        };
+        let col_norm = |f: &dyn Fn(usize, usize) -> f64| {
+            (0..n)
+                .map(|j| (0..n).map(|i| f(i, j).abs()).sum::<f64>())
+                .fold(0.0, f64::max)
+        };
+        let scale = n as f64 * EPS_F32;
+        let orth = col_norm(&|i, j| product(&q, &q, i, j) - if i == j { 1.0 } else { 0.0 }) / scale;
+        assert!(orth <= 25.0, "n={n}: orth {orth}");
+        let anorm = col_norm(&|i, j| at(&a, i, j));
+        let lower = col_norm(&|i, j| if i > j { product(&q, &a, i, j) } else { 0.0 });
+        assert!(lower <= 5.0 * scale * anorm, "n={n}: tril(Q^T A) {lower}");
+    }
 
     /// Factors a small full-rank batch with `peer` and gates it: a peer that
     /// returns `geqrf` form on such inputs must pass the project's bar.
@@ -208,6 +348,11 @@ mod tests {
         let peers = cpu_peers(&names(&["faer", "nalgebra"])).unwrap();
         let got: Vec<&str> = peers.iter().map(|p| p.name()).collect();
         assert_eq!(got, ["faer-batch", "faer-inner", "nalgebra-batch"]);
+        // Each says what it times; the Q operations are not geqrf's.
+        for p in &peers {
+            assert_eq!(p.times(Operation::Geqrf), "geqrf");
+            assert!(p.times(Operation::Orgqr).contains("own QR"), "{}", p.name());
+        }
         assert!(cpu_peers(&names(&["eigen"])).is_err());
         assert_eq!(
             cpu_peers(&names(&["lapack"])).is_ok(),

@@ -5,16 +5,34 @@
 //! peer returns `R` only: the upper triangle of `h` holds nalgebra's `R`
 //! (diagonal `>= 0`), the lower triangle and `tau` are zero. It has no inner
 //! parallelism, hence the one configuration.
+//!
+//! With no `(H, tau)` input, the `Q` operations are timed as a nalgebra
+//! user gets them: `q()` (orgqr) and `q_tr_mul` (ormqr, `Q^T C` only: it
+//! has no other product) of its own `QR`, computed untimed beforehand, and
+//! `QR::new` with `q()` and `r()` for qr.
 
-use nalgebra::DMatrix;
 use nalgebra::linalg::QR;
-use qr_core::{Backend, BatchMut, BatchRef, QrError};
+use nalgebra::{DMatrix, Dyn};
+use qr_core::{
+    ApplyQ, Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Operation, QrError, Shape,
+};
+use rayon::prelude::*;
 
-use super::{Spread, for_each_matrix, transpose_into};
+use super::{Spread, for_each_matrix, time_passes, transpose_into, write_row_major};
 
 /// nalgebra's QR of every matrix, one matrix per rayon task.
 #[derive(Clone, Copy, Debug)]
 pub struct NalgebraPeer;
+
+/// What [`NalgebraPeer`]'s `bench_op` times.
+pub fn times(op: Operation) -> &'static str {
+    match op {
+        Operation::Geqrf => "geqrf",
+        Operation::Orgqr => "q() of its own QR (QR::new untimed): no geqrf-form input",
+        Operation::Ormqr(_) => "q_tr_mul (Q^T C only) of its own QR (QR::new untimed)",
+        Operation::Qr => "QR::new, q() and r()",
+    }
+}
 
 impl Backend for NalgebraPeer {
     fn name(&self) -> &str {
@@ -38,11 +56,89 @@ impl Backend for NalgebraPeer {
         });
         Ok(())
     }
+
+    fn bench_op(
+        &self,
+        op: Operation,
+        shape: Shape,
+        inputs: &[&[f32]],
+        opts: &BenchOptions,
+    ) -> Result<BenchTiming, QrError> {
+        let n = shape.n();
+        let len = shape.matrix_len();
+        if shape.is_empty() {
+            return time_passes(opts, inputs.len(), || Ok(()));
+        }
+        let mut out = vec![0.0f32; shape.a_len()];
+        match op {
+            Operation::Geqrf => self.bench(shape, inputs, opts),
+            Operation::Qr => {
+                let mut r = vec![0.0f32; shape.a_len()];
+                time_passes(opts, inputs.len(), || {
+                    for a in inputs {
+                        a.par_chunks(len)
+                            .zip(out.par_chunks_mut(len))
+                            .zip(r.par_chunks_mut(len))
+                            .for_each(|((a, q), r)| {
+                                let f = QR::new(DMatrix::<f32>::from_row_slice(n, n, a));
+                                let (qm, rm) = (f.q(), f.r());
+                                write_row_major(n, n, |i, j| qm[(i, j)], q);
+                                write_row_major(n, n, |i, j| rm[(i, j)], r);
+                            });
+                    }
+                    Ok(())
+                })
+            }
+            Operation::Orgqr | Operation::Ormqr(ApplyQ::QT_LEFT) => {
+                let factors: Vec<Vec<QR<f32, Dyn, Dyn>>> = inputs
+                    .iter()
+                    .map(|a| {
+                        a.par_chunks(len)
+                            .map(|m| QR::new(DMatrix::from_row_slice(n, n, m)))
+                            .collect()
+                    })
+                    .collect();
+                time_passes(opts, inputs.len(), || {
+                    for (a, fs) in inputs.iter().zip(&factors) {
+                        fs.par_iter()
+                            .zip(a.par_chunks(len))
+                            .zip(out.par_chunks_mut(len))
+                            .for_each(|((f, a), out)| {
+                                let m = match op {
+                                    Operation::Orgqr => f.q(),
+                                    _ => {
+                                        let mut c = DMatrix::from_row_slice(n, n, a);
+                                        f.q_tr_mul(&mut c);
+                                        c
+                                    }
+                                };
+                                write_row_major(n, n, |i, j| m[(i, j)], out);
+                            });
+                    }
+                    Ok(())
+                })
+            }
+            Operation::Ormqr(other) => Err(QrError::Unsupported {
+                message: format!("nalgebra applies Q only as Q^T C (q_tr_mul), not {other}"),
+            }),
+        }
+    }
+}
+
+/// nalgebra's `Q` of one row-major matrix, row-major: what its `orgqr`
+/// timing computes, for the tests.
+#[cfg(test)]
+fn q_of(n: usize, a: &[f32]) -> Vec<f32> {
+    let q = QR::new(DMatrix::<f32>::from_row_slice(n, n, a)).q();
+    let mut out = vec![0.0; n * n];
+    write_row_major(n, n, |i, j| q[(i, j)], &mut out);
+    out
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::peers::test_support::assert_q_factors;
     use qr_core::{Shape, geqrf};
     use qr_verify::{Case, Spec, diag_r_mismatch, generate};
 
@@ -65,5 +161,37 @@ mod tests {
                 assert!((0..n).all(|i| (0..i).all(|j| h[i * n + j] == 0.0)));
             }
         }
+    }
+
+    #[test]
+    fn nalgebra_q_is_a_q_of_the_input() {
+        for n in [1, 6, 50] {
+            assert_q_factors(n, q_of);
+        }
+    }
+
+    #[test]
+    fn q_operations_time_or_say_why_not() {
+        let shape = Shape::new(2, 6).unwrap();
+        let a = generate(
+            &Spec {
+                batch: 2,
+                n: 6,
+                cond: 1.0,
+                case: Case::Dense,
+            },
+            1,
+        );
+        let opts = crate::peers::test_support::one_rep();
+        for op in [
+            Operation::Orgqr,
+            Operation::Ormqr(ApplyQ::QT_LEFT),
+            Operation::Qr,
+        ] {
+            let t = NalgebraPeer.bench_op(op, shape, &[&a], &opts).unwrap();
+            assert_eq!(t.reps, 1, "{op}");
+        }
+        let other = Operation::Ormqr(ApplyQ::ALL[0]);
+        assert!(NalgebraPeer.bench_op(other, shape, &[&a], &opts).is_err());
     }
 }
