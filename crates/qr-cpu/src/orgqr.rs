@@ -16,6 +16,7 @@ use qr_core::{Info, QrError, Reflectors};
 use crate::isa::multiversion;
 use crate::larft::larft;
 use crate::tuning::QTuning;
+use crate::update::for_column_chunks;
 use crate::vector::axpy;
 
 /// Scratch of one worker for `orgqr` or `ormqr` on matrices of one order,
@@ -31,6 +32,9 @@ pub(crate) struct QWorkspace {
     pub(crate) g: Vec<f32>,
     /// The products' `W` and `T W`, or the row vector of an unblocked pass.
     pub(crate) w: Vec<f32>,
+    /// A transposed copy of `C`, for the passes that run faster on the
+    /// other layout.
+    pub(crate) c: Vec<f32>,
 }
 
 /// A zeroed buffer, or [`QrError::OutOfMemory`] instead of an abort: `ormqr`
@@ -61,6 +65,7 @@ impl QWorkspace {
             t: try_zeroed(nb * nb)?,
             g: try_zeroed(nb * nb)?,
             w: try_zeroed(len(2 * nb, ncols)?.max(nb))?,
+            c: Vec::new(),
         })
     }
 
@@ -74,12 +79,18 @@ impl QWorkspace {
         })
     }
 
+    /// The same scratch with room for a transposed copy of `len` elements.
+    pub(crate) fn with_copy(mut self, len: usize) -> Result<Self, QrError> {
+        self.c = try_zeroed(len)?;
+        Ok(self)
+    }
+
     /// The scratch [`orgqr_matrix`] needs for order `n`.
     pub(crate) fn for_orgqr(n: usize, q: &QTuning) -> Result<Self, QrError> {
         if n <= q.orgqr_small_n {
             Self::unblocked(0, n)
         } else {
-            Self::blocked(n, q.orgqr_block.max(1), n)
+            Self::blocked(n, q.orgqr_block_for(n), n)
         }
     }
 }
@@ -105,7 +116,7 @@ pub(crate) fn orgqr_matrix(
     if n <= qt.orgqr_small_n {
         org2r_row_major(n, h, n, tau, q, n, &mut ws.w);
     } else {
-        orgqr_blocked(n, h, tau, q, qt.orgqr_block.max(1), ws, par, par_min);
+        orgqr_blocked(n, h, tau, q, qt.orgqr_block_for(n), ws, par, par_min);
     }
     // Only reflectors far from geqrf's (|tau| or |v| huge) get here.
     if !q.iter().all(|x| x.is_finite()) {
@@ -176,35 +187,61 @@ fn orgqr_blocked(
 fn apply_block_to_identity(
     v: MatRef<'_, f32>,
     t: MatRef<'_, f32>,
-    mut c: MatMut<'_, f32>,
+    c: MatMut<'_, f32>,
     scratch: &mut [f32],
     par: Par,
 ) {
     let (m, ib) = v.shape();
-    let (w, tw) = scratch[..2 * ib * m].split_at_mut(ib * m);
-    let mut w = MatMut::from_column_major_slice_mut(w, ib, m);
-    let mut tw = MatMut::from_column_major_slice_mut(tw, ib, m);
+    let (first, rest) = scratch[..2 * ib * m].split_at_mut(2 * ib * ib);
+    let (c_first, c_rest) = c.split_at_col_mut(ib);
+    // Columns ..ib: [I; 0] - V (T V1^T).
+    let (w, tw) = first.split_at_mut(ib * ib);
+    let mut w = MatMut::from_column_major_slice_mut(w, ib, ib);
+    let mut tw = MatMut::from_column_major_slice_mut(tw, ib, ib);
     for b in 0..ib {
         for a in 0..ib {
             w[(a, b)] = v[(b, a)];
         }
     }
-    matmul(
-        w.rb_mut().submatrix_mut(0, ib, ib, m - ib),
-        Accum::Replace,
-        v.submatrix(ib, 0, m - ib, ib).transpose(),
-        c.rb().submatrix(ib, ib, m - ib, m - ib),
-        1.0f32,
-        par,
-    );
-    matmul(tw.rb_mut(), Accum::Replace, t, w.rb(), 1.0f32, par);
+    matmul(tw.rb_mut(), Accum::Replace, t, w.rb(), 1.0f32, Par::Seq);
+    let mut c_first = c_first;
     for r in 0..m {
-        let cols = if r < ib { m } else { ib };
-        for col in 0..cols {
-            c[(r, col)] = if r == col { 1.0 } else { 0.0 };
+        for col in 0..ib {
+            c_first[(r, col)] = if r == col { 1.0 } else { 0.0 };
         }
     }
-    matmul(c, Accum::Add, v, tw.rb(), -1.0f32, par);
+    matmul(c_first, Accum::Add, v, tw.rb(), -1.0f32, Par::Seq);
+    // Columns ib..: [0; C22] - V (T (V2^T C22)), split by columns. Each
+    // chunk is multiplied through its column-major transpose `D = C^T`,
+    // `D = [0, D22] - (D22 V2) T^T V^T`: faster than the row-major `C`
+    // (table "orgqr / ormqr: layout" in docs/perf/qr-cpu.md).
+    let v2 = v.submatrix(ib, 0, m - ib, ib);
+    let apply = |c: MatMut<'_, f32>, s: &mut [f32]| {
+        let mut d = c.transpose_mut();
+        let rows = d.nrows();
+        let (w, tw) = s[..2 * ib * rows].split_at_mut(ib * rows);
+        let mut w = MatMut::from_column_major_slice_mut(w, rows, ib);
+        let mut tw = MatMut::from_column_major_slice_mut(tw, rows, ib);
+        matmul(
+            w.rb_mut(),
+            Accum::Replace,
+            d.rb().submatrix(0, ib, rows, m - ib),
+            v2,
+            1.0f32,
+            Par::Seq,
+        );
+        matmul(
+            tw.rb_mut(),
+            Accum::Replace,
+            w.rb(),
+            t.transpose(),
+            1.0f32,
+            Par::Seq,
+        );
+        d.rb_mut().submatrix_mut(0, 0, rows, ib).fill(0.0);
+        matmul(d, Accum::Add, tw.rb(), v.transpose(), -1.0f32, Par::Seq);
+    };
+    for_column_chunks(c_rest, rest, 2 * ib, par.degree(), &apply);
 }
 
 multiversion! {

@@ -10,14 +10,14 @@
 
 use faer::reborrow::ReborrowMut;
 use faer::{MatMut, MatRef, Par};
-use qr_core::{ApplyQ, Info, QrError, Reflectors, Side, Transpose};
+use qr_core::{ApplyQ, Info, QrError, Reflectors, Shape, Side, Transpose};
 
 use crate::isa::multiversion;
 use crate::larft::larft;
 use crate::orgqr::QWorkspace;
 use crate::tuning::QTuning;
-use crate::update::apply_block_reflector;
-use crate::vector::{axpy, dot};
+use crate::update::{apply_block_reflector, apply_block_reflector_transposed, for_column_chunks};
+use crate::vector::axpy;
 
 /// The scratch [`ormqr_matrix`] needs for order `n`, `op` and `k`.
 pub(crate) fn ormqr_workspace(
@@ -26,14 +26,18 @@ pub(crate) fn ormqr_workspace(
     k: usize,
     qt: &QTuning,
 ) -> Result<QWorkspace, QrError> {
-    if n <= qt.ormqr_small_n {
-        match op.side {
-            Side::Left => QWorkspace::unblocked(0, k),
-            Side::Right => QWorkspace::unblocked(n * n, 0),
-        }
+    // The right side's unblocked pass runs on a transposed copy of C
+    // (see `ormqr_matrix`).
+    let copy = match (n <= qt.ormqr_small_n, op.side) {
+        (true, Side::Right) => ApplyQ::c_len(Shape::new(1, n)?, k)?,
+        _ => 0,
+    };
+    let ws = if n <= qt.ormqr_small_n {
+        QWorkspace::unblocked(0, k)?
     } else {
-        QWorkspace::blocked(n, qt.ormqr_block.max(1), k)
-    }
+        QWorkspace::blocked(n, qt.ormqr_block_for(n), k)?
+    };
+    ws.with_copy(copy)
 }
 
 /// Overwrites `c` (one matrix: `n x k` for the left side, `k x n` for the
@@ -68,29 +72,30 @@ pub(crate) fn ormqr_matrix(
         Side::Left => op.transpose == Transpose::Yes,
         Side::Right => op.transpose == Transpose::No,
     };
-    if n <= qt.ormqr_small_n {
-        match op.side {
-            Side::Left => orm2r_left(n, k, h, tau, transpose, c, &mut ws.w),
-            Side::Right => orm2r_right(n, k, h, tau, transpose, c, &mut ws.v),
+    // Taken out for the pass (and put back) so that `ws` lends its other
+    // buffers alongside.
+    let mut copy = std::mem::take(&mut ws.c);
+    match (n <= qt.ormqr_small_n, op.side) {
+        (true, Side::Left) => orm2r_left(n, k, h, tau, transpose, c, &mut ws.w),
+        // Rows of C hold the reflectors' dimension: transposed, one
+        // reflector sweeps contiguous rows of k as on the left.
+        (true, Side::Right) => {
+            let ct = &mut copy[..n * k];
+            transpose_into(k, n, c, ct);
+            orm2r_left(n, k, h, tau, transpose, ct, &mut ws.w);
+            transpose_into(n, k, ct, c);
         }
-    } else {
-        let l = match op.side {
-            Side::Left => MatMut::from_column_major_slice_mut(c, k, n).transpose_mut(),
-            Side::Right => MatMut::from_column_major_slice_mut(c, n, k),
-        };
-        let p = if k >= par_min { par } else { Par::Seq };
-        ormqr_blocked(
-            n,
-            h,
-            tau,
-            transpose,
-            l,
-            qt.ormqr_block.max(1),
-            ws,
-            p,
-            par_min,
-        );
+        (false, side) => {
+            let l = match side {
+                Side::Left => MatMut::from_column_major_slice_mut(c, k, n).transpose_mut(),
+                Side::Right => MatMut::from_column_major_slice_mut(c, n, k),
+            };
+            let p = if k >= par_min { par } else { Par::Seq };
+            let nb = qt.ormqr_block_for(n);
+            ormqr_blocked(n, h, tau, transpose, l, nb, ws, p, par_min);
+        }
     }
+    ws.c = copy;
     // A finite C turned non-finite only by reflectors far from geqrf's, or
     // by a C near f32::MAX whose product does not fit.
     if c_finite && !c.iter().all(|x| x.is_finite()) {
@@ -136,14 +141,17 @@ fn ormqr_blocked(
         let vm = MatRef::from_column_major_slice(&v[..m * ib], m, ib);
         let tm = MatRef::from_column_major_slice(&ws.t[..ib * ib], ib, ib);
         let p = if m >= par_min { par } else { Par::Seq };
-        apply_block_reflector(
-            vm,
-            tm,
-            transpose,
-            l.rb_mut().submatrix_mut(i, 0, m, k),
-            &mut ws.w,
-            p,
-        );
+        // A row-major L (the left side's C) is multiplied through its
+        // column-major transpose: see `apply_block_reflector_transposed`.
+        let apply = |c: MatMut<'_, f32>, s: &mut [f32]| {
+            if c.col_stride() == 1 && c.ncols() > 1 {
+                apply_block_reflector_transposed(vm, tm, transpose, c.transpose_mut(), s, Par::Seq)
+            } else {
+                apply_block_reflector(vm, tm, transpose, c, s, Par::Seq)
+            }
+        };
+        let c = l.rb_mut().submatrix_mut(i, 0, m, k);
+        for_column_chunks(c, &mut ws.w, 2 * ib, p.degree(), &apply);
     }
 }
 
@@ -194,50 +202,22 @@ fn orm2r_left_body(
     }
 }
 
-multiversion! {
-    /// `C = C Q` (`transpose`: `C^T = Q^T C^T`) or `C Q^T` for the
-    /// row-major `k x n` `c`, row by row, every reflector applied to a row
-    /// while it sits in L1; `v` holds `n * n` (the reflectors packed
-    /// contiguously).
-    fn orm2r_right(
-        n: usize,
-        k: usize,
-        h: &[f32],
-        tau: &[f32],
-        transpose: bool,
-        c: &mut [f32],
-        v: &mut [f32],
-    ) => orm2r_right_body
-}
-
-#[inline(always)]
-fn orm2r_right_body(
-    n: usize,
-    k: usize,
-    h: &[f32],
-    tau: &[f32],
-    transpose: bool,
-    c: &mut [f32],
-    v: &mut [f32],
-) {
-    // Reflector j's v[j+1..] at v[j * n + j + 1..(j + 1) * n].
-    let v = &mut v[..n * n];
-    for i in 1..n {
-        for j in 0..i {
-            v[j * n + i] = h[i * n + j];
-        }
-    }
-    for row in c[..k * n].chunks_exact_mut(n) {
-        for j in order(n, transpose) {
-            let t = tau[j];
-            if t == 0.0 {
-                continue;
+/// Writes the row-major `rows x cols` `src` transposed into the row-major
+/// `cols x rows` `dst`, in tiles of 8 x 8: 8 rows of a power-of-two stride
+/// still fit the ways of one L1 set, 16 do not.
+fn transpose_into(rows: usize, cols: usize, src: &[f32], dst: &mut [f32]) {
+    const TILE: usize = 8;
+    let (src, dst) = (&src[..rows * cols], &mut dst[..rows * cols]);
+    for r0 in (0..rows).step_by(TILE) {
+        let r1 = (r0 + TILE).min(rows);
+        for c0 in (0..cols).step_by(TILE) {
+            let c1 = (c0 + TILE).min(cols);
+            for r in r0..r1 {
+                let row = &src[r * cols + c0..r * cols + c1];
+                for (c, &x) in (c0..c1).zip(row) {
+                    dst[c * rows + r] = x;
+                }
             }
-            let vj = &v[j * n + j + 1..(j + 1) * n];
-            let (head, tail) = row[j..].split_first_mut().expect("j < n");
-            let s = t * (*head + dot(vj, tail));
-            *head -= s;
-            axpy(tail, -s, vj);
         }
     }
 }

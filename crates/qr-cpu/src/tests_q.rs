@@ -21,6 +21,8 @@ fn backends() -> Vec<(&'static str, CpuBackend)> {
         orgqr_block: block,
         ormqr_small_n: small,
         ormqr_block: block,
+        wide_block: block + 3,
+        wide_block_min_n: 100,
     };
     vec![
         ("default", CpuBackend::new()),

@@ -77,26 +77,62 @@ impl Tuning {
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct QTuning {
     /// `orgqr` of order `n <= orgqr_small_n` runs unblocked (LAPACK
-    /// `sorg2r`), row-major in place. Table "orgqr / ormqr".
+    /// `sorg2r`), row-major in place. Table "orgqr / ormqr: crossover".
     pub orgqr_small_n: usize,
-    /// Reflectors per compact-WY block of the blocked `orgqr`; the last
-    /// (partial or full) block is formed unblocked. Table "orgqr / ormqr".
+    /// Reflectors per compact-WY block of the blocked `orgqr` below
+    /// `wide_block_min_n`; the last (partial or full) block is formed
+    /// unblocked. Table "orgqr / ormqr: block size".
     pub orgqr_block: usize,
     /// `ormqr` of order `n <= ormqr_small_n` applies one reflector at a
-    /// time (LAPACK `sorm2r`). Table "orgqr / ormqr".
+    /// time (LAPACK `sorm2r`). Table "orgqr / ormqr: crossover".
     pub ormqr_small_n: usize,
-    /// Reflectors per compact-WY block of the blocked `ormqr`.
-    /// Table "orgqr / ormqr".
+    /// Reflectors per compact-WY block of the blocked `ormqr` below
+    /// `wide_block_min_n`. Table "orgqr / ormqr: block size".
     pub ormqr_block: usize,
+    /// Block of both from order `wide_block_min_n` on, where the trailing
+    /// matrix outgrows the caches. Table "orgqr / ormqr: block size".
+    pub wide_block: usize,
+    /// Order from which `wide_block` is used. Table "orgqr / ormqr: block
+    /// size".
+    pub wide_block_min_n: usize,
 }
 
 impl Default for QTuning {
     fn default() -> Self {
+        // Measured on the 2-core AMD EPYC (AVX-512) development machine,
+        // 2026-12-07, tables in docs/perf/qr-cpu.md; orders between the
+        // measured ones are interpolated guesses.
         Self {
+            // "crossover": unblocked wins up to 48, blocked from 64 on.
             orgqr_small_n: 48,
+            // "block size": 32 best for n in 176..512, 64 at 1024 and 2048.
             orgqr_block: 32,
-            ormqr_small_n: 48,
+            // "crossover": unblocked wins up to 64, blocked from 96 on.
+            ormqr_small_n: 64,
             ormqr_block: 32,
+            wide_block: 64,
+            wide_block_min_n: 1024,
         }
+    }
+}
+
+impl QTuning {
+    /// The `orgqr` block for order `n`: at least one reflector.
+    pub(crate) fn orgqr_block_for(&self, n: usize) -> usize {
+        self.block_for(n, self.orgqr_block)
+    }
+
+    /// The `ormqr` block for order `n`: at least one reflector.
+    pub(crate) fn ormqr_block_for(&self, n: usize) -> usize {
+        self.block_for(n, self.ormqr_block)
+    }
+
+    fn block_for(&self, n: usize, narrow: usize) -> usize {
+        let nb = if n >= self.wide_block_min_n {
+            self.wide_block
+        } else {
+            narrow
+        };
+        nb.max(1)
     }
 }
