@@ -69,7 +69,7 @@ fn identities(batch: usize, n: usize) -> Vec<f32> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(96))]
+    #![proptest_config(ProptestConfig::with_cases(256))]
 
     #[test]
     fn orgqr_meets_the_bar(

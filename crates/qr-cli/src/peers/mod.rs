@@ -165,8 +165,9 @@ pub fn gpu_peers(names: &[String]) -> Result<Vec<Peer>, CliError> {
 
 /// Times `pass` (one pass over `inputs` inputs) by qr-core's host method:
 /// warm-up passes, then timed passes until [`BenchTiming::should_stop`],
-/// the cache evicted before each. For peers whose `bench_op` times their
-/// own preparation-free equivalent of an operation.
+/// the cache evicted before each. qr-core keeps its own loop private; this
+/// is the same loop for the peers whose `bench_op` times their own
+/// equivalent of an operation, so that every column is timed alike.
 pub(crate) fn time_passes(
     opts: &BenchOptions,
     inputs: usize,

@@ -64,15 +64,14 @@ impl Backend for NalgebraPeer {
         inputs: &[&[f32]],
         opts: &BenchOptions,
     ) -> Result<BenchTiming, QrError> {
-        let n = shape.n();
-        let len = shape.matrix_len();
-        if shape.is_empty() {
+        let (n, len) = (shape.n(), shape.matrix_len());
+        if shape.is_empty() && op != Operation::Geqrf {
             return time_passes(opts, inputs.len(), || Ok(()));
         }
-        let mut out = vec![0.0f32; shape.a_len()];
         match op {
             Operation::Geqrf => self.bench(shape, inputs, opts),
             Operation::Qr => {
+                let mut out = vec![0.0f32; shape.a_len()];
                 let mut r = vec![0.0f32; shape.a_len()];
                 time_passes(opts, inputs.len(), || {
                     for a in inputs {
@@ -98,6 +97,7 @@ impl Backend for NalgebraPeer {
                             .collect()
                     })
                     .collect();
+                let mut out = vec![0.0f32; shape.a_len()];
                 time_passes(opts, inputs.len(), || {
                     for (a, fs) in inputs.iter().zip(&factors) {
                         fs.par_iter()
