@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <algorithm>
 #include <memory>
 #include <ucontext.h>
 #include <vector>
@@ -363,7 +364,7 @@ inline void sim_fiber_main() {
     swapcontext(&sim_cur->ctx, &sim_main);
 }
 
-// Runs `kernel(args...)` on a grid of `grid` (x, y) blocks of `threads`
+// Runs `kernel(args...)` on a grid of `grid` (x, y, z) blocks of `threads`
 // threads, one block at a time.
 template <class... P, class... A>
 void sim_launch(void (*kernel)(P...), sim_dim3 grid, unsigned threads, A... args) {
@@ -374,6 +375,7 @@ void sim_launch(void (*kernel)(P...), sim_dim3 grid, unsigned threads, A... args
     sim_entry_arg = &call;
     std::vector<SimFiber> fibers(threads);
     for (auto& f : fibers) f.stack.resize(256 * 1024);
+    for (unsigned bz = 0; bz < std::max(grid.z, 1u); ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
         for (unsigned bx = 0; bx < grid.x; ++bx) {
             SimBlock block(threads);
@@ -381,7 +383,7 @@ void sim_launch(void (*kernel)(P...), sim_dim3 grid, unsigned threads, A... args
             for (unsigned t = 0; t < threads; ++t) {
                 SimFiber& f = fibers[t];
                 f.tid = {t, 0, 0};
-                f.bid = {bx, by, 0};
+                f.bid = {bx, by, bz};
                 f.done = false;
                 f.wait = nullptr;
                 f.cp_open.clear();

@@ -27,9 +27,12 @@ def translate(src):
 
 
 def build(family, harness, out, defines):
+    """Builds `harness` with `family` (several joined by "+", each behind
+    the one prelude, as a driver that launches kernels of both runs them)."""
     src = open(os.path.join(KERNELS, "prelude.cu")).read()
-    src += open(os.path.join(KERNELS, family, family + ".cu")).read()
-    unit = os.path.join(os.path.dirname(os.path.abspath(out)), family + "_sim.cpp")
+    for fam in family.split("+"):
+        src += open(os.path.join(KERNELS, fam, fam + ".cu")).read()
+    unit = os.path.join(os.path.dirname(os.path.abspath(out)), family.replace("+", "_") + "_sim.cpp")
     with open(unit, "w") as f:
         f.write('#define CUDASIM 1\n#include "cudasim.h"\n')
         f.write(translate(src))

@@ -10,3 +10,4 @@ quick=()
 python3 check_smem.py $([ ${#quick[@]} -gt 0 ] && echo --orders 1,2,5,17,32)
 python3 check_panelreg.py "${quick[@]}"
 python3 check_trailing_tc.py "${quick[@]}"
+python3 check_q.py "${quick[@]}"

@@ -4,15 +4,19 @@
 use std::sync::Arc;
 
 use cudarc::driver::{CudaSlice, CudaStream};
-use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Info, QrError, Shape};
+use qr_core::{
+    ApplyQ, Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Info, Operation, QrError,
+    Reflectors, Shape,
+};
 
 use crate::bench::{self, Operands};
 use crate::engine::Engine;
 use crate::error::DriverContext;
 use crate::factor;
 use crate::peers::host_round_trip;
-use crate::plan::{self, Plan, Strategy};
+use crate::plan::{self, PanelPlan, Plan, Strategy};
 use crate::probe::DeviceInfo;
+use crate::q::{self as qops, QOp, QOperands};
 use crate::tuning::Tuning;
 use crate::workspace::{alloc_error, dptr};
 
@@ -220,6 +224,192 @@ impl GpuBackend {
     }
 }
 
+/// Length checks of the device-resident Q operations: each buffer at least
+/// as long as `shape` (and `k`) need.
+fn check_at_least(what: &'static str, need: usize, have: usize) -> Result<(), QrError> {
+    if have < need {
+        Shape::check_len(what, need, have)?;
+    }
+    Ok(())
+}
+
+impl GpuBackend {
+    /// The tensor-core update settings `orgqr` and `ormqr` use for `shape`:
+    /// its geqrf plan's, or, where that plan is the whole-matrix kernel,
+    /// the blocked plan's of the same shape.
+    pub fn q_plan(&self, shape: Shape) -> Result<Plan, QrError> {
+        let p = self.plan(shape)?;
+        if p.strategy != Strategy::Smem {
+            return Ok(p);
+        }
+        plan::plan(
+            shape,
+            self.engine.info(),
+            &self.tuning,
+            Some(Strategy::Blocked),
+        )
+    }
+
+    fn q_update(&self, shape: Shape) -> Result<PanelPlan, QrError> {
+        Ok(self.q_plan(shape)?.panel)
+    }
+
+    /// Queues `orgqr` of the device reflectors `(h, tau)` of `shape` into
+    /// `q` (`batch * n * n`) and `info` on [`GpuBackend::stream`]; returns
+    /// without waiting.
+    pub fn orgqr_device(
+        &self,
+        shape: Shape,
+        (h, tau): (&CudaSlice<f32>, &CudaSlice<f32>),
+        q: &mut CudaSlice<f32>,
+        info: &mut CudaSlice<i32>,
+    ) -> Result<(), QrError> {
+        check_at_least("h", shape.a_len(), h.len())?;
+        check_at_least("tau", shape.tau_len(), tau.len())?;
+        check_at_least("q", shape.a_len(), q.len())?;
+        check_at_least("info", shape.info_len(), info.len())?;
+        let s = self.stream();
+        let ops = QOperands {
+            h: dptr(h, s),
+            tau: dptr(tau, s),
+            out: dptr(q, s),
+            info: dptr(info, s),
+        };
+        self.run_q(shape, QOp::Orgqr, ops)
+    }
+
+    /// Queues `ormqr`: `op(Q)` of the device reflectors `(h, tau)` applied
+    /// in place to the device batch `c` (`batch` matrices of `n x k` from
+    /// the left, `k x n` from the right), codes into `info`.
+    pub fn ormqr_device(
+        &self,
+        shape: Shape,
+        (h, tau): (&CudaSlice<f32>, &CudaSlice<f32>),
+        (op, k): (ApplyQ, usize),
+        c: &mut CudaSlice<f32>,
+        info: &mut CudaSlice<i32>,
+    ) -> Result<(), QrError> {
+        check_at_least("h", shape.a_len(), h.len())?;
+        check_at_least("tau", shape.tau_len(), tau.len())?;
+        check_at_least("c", ApplyQ::c_len(shape, k)?, c.len())?;
+        check_at_least("info", shape.info_len(), info.len())?;
+        let s = self.stream();
+        let ops = QOperands {
+            h: dptr(h, s),
+            tau: dptr(tau, s),
+            out: dptr(c, s),
+            info: dptr(info, s),
+        };
+        self.run_q(shape, QOp::Ormqr(op, k), ops)
+    }
+
+    /// Queues `A = Q R` of the device batch `a`: geqrf into `f` (whose
+    /// `info` is the result's), then `Q` from it into `q` and `R` (the
+    /// upper triangle of `f.h`, NaN where `info` is not 0) into `r`, all on
+    /// the device.
+    pub fn qr_device(
+        &self,
+        a: &CudaSlice<f32>,
+        f: &mut DeviceFactorization,
+        q: &mut CudaSlice<f32>,
+        r: &mut CudaSlice<f32>,
+    ) -> Result<(), QrError> {
+        let shape = f.shape;
+        check_at_least("q", shape.a_len(), q.len())?;
+        check_at_least("r", shape.a_len(), r.len())?;
+        self.geqrf_device(a, f)?;
+        let s = self.stream();
+        let (h, tau, info) = (dptr(&f.h, s), dptr(&f.tau, s), dptr(&f.info, s));
+        self.run_qr_rest(shape, (h, tau, info), (dptr(q, s), dptr(r, s)))
+    }
+
+    /// The part of `qr` after geqrf: Q (codes left as geqrf's) and R.
+    fn run_qr_rest(
+        &self,
+        shape: Shape,
+        (h, tau, info): (u64, u64, u64),
+        (q, r): (u64, u64),
+    ) -> Result<(), QrError> {
+        let ops = QOperands {
+            h,
+            tau,
+            out: q,
+            info: 0,
+        };
+        self.run_q(shape, QOp::Orgqr, ops)?;
+        if shape.is_empty() {
+            return Ok(());
+        }
+        let _queueing = self.engine.queueing();
+        crate::kernels::q::upper(&self.engine, self.stream(), shape, (h, r, info))
+    }
+
+    fn run_q(&self, shape: Shape, op: QOp, ops: QOperands) -> Result<(), QrError> {
+        if shape.is_empty() {
+            // Nothing to form or apply: every matrix (if any) is OK.
+            let _queueing = self.engine.queueing();
+            if ops.info != 0 && shape.batch() > 0 {
+                self.engine
+                    .memset_u32(self.stream(), ops.info, 0, shape.batch())?;
+            }
+            return Ok(());
+        }
+        let update = self.q_update(shape)?;
+        let _queueing = self.engine.queueing();
+        qops::run(&self.engine, &update, shape, op, ops)
+    }
+
+    /// The host side of `orgqr_into` / `ormqr_into`: `(h, tau)` and the
+    /// result buffer's current contents (C for ormqr) copied in, `op`
+    /// queued, the result and codes copied back.
+    fn q_round_trip(
+        &self,
+        f: Reflectors<'_>,
+        op: QOp,
+        out: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = f.shape();
+        let s = self.stream();
+        let mut st = self.engine.staging();
+        let ops = {
+            let _queueing = self.engine.queueing();
+            let ops = QOperands {
+                h: st.a.ensure(s, shape.a_len())?,
+                tau: st.tau.ensure(s, shape.tau_len())?,
+                out: st.h.ensure(s, out.len())?,
+                info: st.info.ensure(s, shape.info_len())?,
+            };
+            let up = |buf: &mut crate::workspace::Buf<f32>, x: &[f32], what: &str| {
+                let d = buf.slice_mut().expect("ensured");
+                s.memcpy_htod(x, &mut d.slice_mut(..x.len())).ctx(what)
+            };
+            up(&mut st.a, f.h(), "copying H to the device")?;
+            up(&mut st.tau, f.tau(), "copying tau to the device")?;
+            if matches!(op, QOp::Ormqr(..)) {
+                up(&mut st.h, out, "copying C to the device")?;
+            }
+            ops
+        };
+        self.run_q(shape, op, ops)?;
+        let mut codes = vec![0i32; shape.info_len()];
+        {
+            let _queueing = self.engine.queueing();
+            let d = st.h.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&d.slice(..out.len()), out)
+                .ctx("copying the result back")?;
+            let d = st.info.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&d.slice(..shape.info_len()), &mut codes)
+                .ctx("copying info back")?;
+        }
+        self.engine.synchronize()?;
+        for (i, c) in info.iter_mut().zip(codes) {
+            *i = Info(c);
+        }
+        Ok(())
+    }
+}
+
 impl Backend for GpuBackend {
     fn name(&self) -> &str {
         "gpu"
@@ -247,6 +437,148 @@ impl Backend for GpuBackend {
             .map(|&s| self.plan(s))
             .collect::<Result<Vec<_>, _>>()?;
         self.prepare_plans(&plans).map(|_| ())
+    }
+
+    fn orgqr_into(
+        &self,
+        f: Reflectors<'_>,
+        q: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = f.shape();
+        Shape::check_len("q", shape.a_len(), q.len())?;
+        Shape::check_len("info", shape.info_len(), info.len())?;
+        if shape.is_empty() {
+            info.fill(Info::OK);
+            return Ok(());
+        }
+        self.q_round_trip(f, QOp::Orgqr, q, info)
+    }
+
+    fn ormqr_into(
+        &self,
+        f: Reflectors<'_>,
+        op: ApplyQ,
+        k: usize,
+        c: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = f.shape();
+        ApplyQ::check(shape, k, c.len(), info.len())?;
+        if shape.is_empty() || k == 0 {
+            info.fill(Info::OK);
+            return Ok(());
+        }
+        self.q_round_trip(f, QOp::Ormqr(op, k), c, info)
+    }
+
+    /// One round trip: the batch copied in, geqrf, orgqr and R on the
+    /// device, Q, R and the codes copied back (the same kernels as
+    /// `geqrf_into` then `orgqr_into`, so the same bits).
+    fn qr_into(
+        &self,
+        a: BatchRef<'_>,
+        q: &mut [f32],
+        r: &mut [f32],
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let shape = a.shape();
+        Shape::check_len("q", shape.a_len(), q.len())?;
+        Shape::check_len("r", shape.a_len(), r.len())?;
+        Shape::check_len("info", shape.info_len(), info.len())?;
+        if shape.is_empty() {
+            info.fill(Info::OK);
+            return Ok(());
+        }
+        // Planned before anything is queued, so a refusal leaves no work.
+        self.q_plan(shape)?;
+        let s = self.stream();
+        let mut st = self.engine.staging();
+        let (ops, pq, pr) = {
+            let _queueing = self.engine.queueing();
+            let ops = Operands {
+                a: st.a.ensure(s, shape.a_len())?,
+                h: st.h.ensure(s, shape.a_len())?,
+                tau: st.tau.ensure(s, shape.tau_len())?,
+                info: st.info.ensure(s, shape.info_len())?,
+            };
+            let (pq, pr) = (
+                st.q.ensure(s, shape.a_len())?,
+                st.r.ensure(s, shape.a_len())?,
+            );
+            let d = st.a.slice_mut().expect("ensured");
+            s.memcpy_htod(a.as_slice(), &mut d.slice_mut(..shape.a_len()))
+                .ctx("copying the batch to the device")?;
+            (ops, pq, pr)
+        };
+        self.run(shape, ops)?;
+        self.run_qr_rest(shape, (ops.h, ops.tau, ops.info), (pq, pr))?;
+        let mut codes = vec![0i32; shape.info_len()];
+        {
+            let _queueing = self.engine.queueing();
+            let d = st.q.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&d.slice(..shape.a_len()), q)
+                .ctx("copying Q back")?;
+            let d = st.r.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&d.slice(..shape.a_len()), r)
+                .ctx("copying R back")?;
+            let d = st.info.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&d.slice(..shape.info_len()), &mut codes)
+                .ctx("copying info back")?;
+        }
+        self.engine.synchronize()?;
+        for (i, c) in info.iter_mut().zip(codes) {
+            *i = Info(c);
+        }
+        Ok(())
+    }
+
+    fn bench_op(
+        &self,
+        op: Operation,
+        shape: Shape,
+        inputs: &[&[f32]],
+        opts: &BenchOptions,
+    ) -> Result<BenchTiming, QrError> {
+        if op == Operation::Geqrf {
+            return self.bench(shape, inputs, opts);
+        }
+        if shape.is_empty() {
+            return Err(QrError::Unsupported {
+                message: "benchmarking an empty shape".into(),
+            });
+        }
+        self.q_plan(shape)?;
+        let factor = |ops: Operands| self.run(shape, ops);
+        bench::device_bench_q(&self.engine, shape, inputs, opts, &factor, &|b| {
+            let reflectors = |out, info| QOperands {
+                h: b.h,
+                tau: b.tau,
+                out,
+                info,
+            };
+            match op {
+                Operation::Orgqr => self.run_q(shape, QOp::Orgqr, reflectors(b.out, b.codes)),
+                Operation::Ormqr(apply) => self.run_q(
+                    shape,
+                    QOp::Ormqr(apply, shape.n()),
+                    reflectors(b.work, b.codes),
+                ),
+                Operation::Geqrf | Operation::Qr => {
+                    let ops = Operands {
+                        a: b.a,
+                        h: b.h,
+                        tau: b.tau,
+                        info: b.info,
+                    };
+                    self.run(shape, ops)?;
+                    if op == Operation::Qr {
+                        self.run_qr_rest(shape, (b.h, b.tau, b.info), (b.out, b.r))?;
+                    }
+                    Ok(())
+                }
+            }
+        })
     }
 
     fn bench(

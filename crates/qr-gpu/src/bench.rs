@@ -95,6 +95,120 @@ pub(crate) fn device_bench(
         }
         Ok(())
     };
+    time_passes(engine, inputs.len(), opts, fp, flush_len, &pass)
+}
+
+/// Device pointers of one input of [`device_bench_q`].
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QBench {
+    /// The input batch.
+    pub a: u64,
+    /// Its factorization (geqrf, untimed): H.
+    pub h: u64,
+    /// tau.
+    pub tau: u64,
+    /// geqrf's codes.
+    pub info: u64,
+    /// A copy of the input of its own, for operations in place (ormqr's C).
+    pub work: u64,
+    /// An output of the batch's size (Q), shared by the inputs.
+    pub out: u64,
+    /// A second one (R).
+    pub r: u64,
+    /// Codes of the operation, shared.
+    pub codes: u64,
+}
+
+/// Times `run` over `inputs` (all of `shape`) with device events, as
+/// [`device_bench`] times geqrf, after `factor` has factored each input
+/// once into buffers of its own (untimed).
+pub(crate) fn device_bench_q(
+    engine: &Arc<Engine>,
+    shape: Shape,
+    inputs: &[&[f32]],
+    opts: &BenchOptions,
+    factor: &dyn Fn(Operands) -> Result<(), QrError>,
+    run: &dyn Fn(QBench) -> Result<(), QrError>,
+) -> Result<BenchTiming, QrError> {
+    for a in inputs {
+        Shape::check_len("a", shape.a_len(), a.len())?;
+    }
+    let stream = engine.stream();
+    // Per input: a, h, work (f32, the batch's size each), tau; info.
+    let mut floats: Vec<[Buf<f32>; 4]> = Vec::with_capacity(inputs.len());
+    let mut codes: Vec<Buf<i32>> = Vec::with_capacity(inputs.len());
+    let mut per = Vec::with_capacity(inputs.len());
+    for a in inputs {
+        let mut bufs: [Buf<f32>; 4] = Default::default();
+        let mut info = Buf::<i32>::default();
+        let pa = bufs[0].ensure(stream, shape.a_len())?;
+        let ph = bufs[1].ensure(stream, shape.a_len())?;
+        let pw = bufs[2].ensure(stream, shape.a_len())?;
+        let pt = bufs[3].ensure(stream, shape.tau_len())?;
+        let pi = info.ensure(stream, shape.info_len())?;
+        {
+            let _queueing = engine.queueing();
+            let d = bufs[0].slice_mut().expect("ensured");
+            stream
+                .memcpy_htod(*a, &mut d.slice_mut(..a.len()))
+                .ctx("uploading a benchmark input")?;
+            engine.copy_dtod(stream, pw, pa, shape.a_bytes())?;
+        }
+        factor(Operands {
+            a: pa,
+            h: ph,
+            tau: pt,
+            info: pi,
+        })?;
+        per.push((pa, ph, pw, pt, pi));
+        floats.push(bufs);
+        codes.push(info);
+    }
+    let (mut out, mut r, mut shared) = (
+        Buf::<f32>::default(),
+        Buf::<f32>::default(),
+        Buf::<i32>::default(),
+    );
+    let po = out.ensure(stream, shape.a_len())?;
+    let pr = r.ensure(stream, shape.a_len())?;
+    let pc = shared.ensure(stream, shape.info_len())?;
+    let flush_len = flush_bytes(engine, opts) / 4;
+    let mut flush = Buf::<u32>::default();
+    let fp = if flush_len > 0 {
+        flush.ensure(stream, flush_len)?
+    } else {
+        0
+    };
+    let pass = || -> Result<(), QrError> {
+        for &(a, h, work, tau, info) in &per {
+            run(QBench {
+                a,
+                h,
+                tau,
+                info,
+                work,
+                out: po,
+                r: pr,
+                codes: pc,
+            })?;
+        }
+        Ok(())
+    };
+    time_passes(engine, inputs.len(), opts, fp, flush_len, &pass)
+}
+
+/// The repetition loop of the device benchmarks: warm-up passes, then
+/// timed passes between two events until [`BenchTiming::should_stop`],
+/// `flush_len` words at `flush` written before each.
+fn time_passes(
+    engine: &Arc<Engine>,
+    inputs: usize,
+    opts: &BenchOptions,
+    flush: u64,
+    flush_len: usize,
+    pass: &dyn Fn() -> Result<(), QrError>,
+) -> Result<BenchTiming, QrError> {
+    let stream = engine.stream();
     for _ in 0..opts.warmup {
         pass()?;
     }
@@ -114,7 +228,7 @@ pub(crate) fn device_bench(
         {
             let _queueing = engine.queueing();
             if flush_len > 0 {
-                engine.memset_u32(stream, fp, round, flush_len)?;
+                engine.memset_u32(stream, flush, round, flush_len)?;
             }
             start.record(stream).ctx("recording the start event")?;
         }
@@ -125,7 +239,7 @@ pub(crate) fn device_bench(
         }
         end.synchronize().ctx("waiting for the end event")?;
         let ms = start.elapsed_ms(&end).ctx("reading the events")? as f64;
-        samples.push(ms * 1e-3 / inputs.len().max(1) as f64);
+        samples.push(ms * 1e-3 / inputs.max(1) as f64);
     }
     Ok(BenchTiming::from_samples(&samples, "cuda-events"))
 }

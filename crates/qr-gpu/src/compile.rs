@@ -415,6 +415,20 @@ ptxas info    : Used 32 registers, used 0 barriers
         }
     }
 
+    /// The Q operations' own kernels (kernels/q) compile for every device
+    /// above; their updates are the plans' trailing_tc modules, compiled by
+    /// the test before.
+    #[test]
+    #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
+    fn nvrtc_q_kernels_compile_from_sm80_to_sm120() {
+        crate::probe::check_nvrtc().expect("libnvrtc");
+        for d in devices() {
+            let line = check_module(&crate::kernels::q::SOURCE, &[], d.compute_capability)
+                .unwrap_or_else(|e| panic!("{}: {e}", d.name));
+            println!("{}: {line}", d.name);
+        }
+    }
+
     /// The engine's path from source to PTX: the modules of the H200's
     /// benchmark plans compiled by NVRTC, kept, then read back as the same
     /// text without NVRTC (times printed: a second process's saving).

@@ -42,6 +42,7 @@ pub mod peers;
 mod plan;
 mod probe;
 mod ptx_cache;
+mod q;
 mod tuning;
 mod workspace;
 

@@ -94,6 +94,16 @@ pub(crate) struct Workspace {
     /// Per matrix, one past its last column with a non-zero entry (the
     /// zero-column skip; written by the non-finite scan of every call).
     pub zcol: Buf<i32>,
+    /// `orgqr` / `ormqr`: every 32-column block's V of a group of matrices
+    /// (kernels/q's `v_floats` per matrix).
+    pub qv: Buf<f32>,
+    /// `orgqr` / `ormqr`: every block's T, 32 x 32 each.
+    pub qt: Buf<f32>,
+    /// `orgqr` / `ormqr`: per matrix the reflectors' and C's non-finite
+    /// flags and the update's zero-column bound.
+    pub qflags: Buf<i32>,
+    /// `ormqr` from the right: C transposed.
+    pub qc: Buf<f32>,
 }
 
 impl Workspace {
@@ -126,4 +136,8 @@ pub(crate) struct Staging {
     pub tau: Buf<f32>,
     /// info codes.
     pub info: Buf<i32>,
+    /// `qr`'s Q.
+    pub q: Buf<f32>,
+    /// `qr`'s R.
+    pub r: Buf<f32>,
 }

@@ -15,6 +15,8 @@ use qr_verify::{Case, Spec, generate};
 mod behaviour;
 #[path = "gpu/failure_paths.rs"]
 mod failure_paths;
+#[path = "gpu/q_ops.rs"]
+mod q_ops;
 
 type Test = fn(&Arc<GpuBackend>) -> Result<(), Failed>;
 type BoxedTest = Box<dyn Fn(&Arc<GpuBackend>) -> Result<(), Failed> + Send + Sync>;
@@ -1681,7 +1683,11 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("peer_cusolver", peer_cusolver),
         ("peer_cublas_batched", peer_cublas_batched),
     ];
-    for (name, f) in plain.into_iter().chain(failure_paths::TRIALS) {
+    for (name, f) in q_ops::TRIALS
+        .into_iter()
+        .chain(plain)
+        .chain(failure_paths::TRIALS)
+    {
         t.push((name.to_string(), Box::new(f)));
     }
     t.extend(behaviour::trials());

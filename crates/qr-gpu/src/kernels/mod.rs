@@ -8,6 +8,7 @@ pub(crate) mod panel16;
 pub(crate) mod panelcol;
 pub(crate) mod panelmma;
 pub(crate) mod panelreg;
+pub(crate) mod q;
 pub(crate) mod smem;
 pub(crate) mod trailing_tc;
 pub(crate) mod util;
@@ -36,6 +37,7 @@ pub(crate) const ALL: &[&KernelSource] = &[
     &panelmma::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,
+    &q::SOURCE,
 ];
 
 /// Raises `f`'s dynamic shared-memory limit to at least `bytes`, never

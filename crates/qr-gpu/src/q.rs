@@ -1,0 +1,244 @@
+//! `orgqr` and `ormqr` on the device, queued on the engine's stream: every
+//! 32-column block's V and T formed at once from `(H, tau)` (kernels/q),
+//! then one tensor-core update per block (trailing_tc, the geqrf plan's
+//! update settings), then the result checks.
+//!
+//! `orgqr` accumulates backwards, as LAPACK's `sorgqr`: `Q = Q_0 (Q_1 (...
+//! (Q_{K-1} I)))`, block `k` touching only `Q[p.., p..]`; its first `w`
+//! columns are the identity's under `Q_k` (formed by the prepare kernel)
+//! and the rest one update of `n - p` rows, so the whole costs about
+//! `4/3 n^3`. `ormqr` from the left runs the blocks forward for `Q^T C`
+//! and backward for `Q C`; from the right it works on `C^T`
+//! (`C op(Q) = (op(Q)^T C^T)^T`).
+
+use cudarc::driver::CudaStream;
+use qr_core::{ApplyQ, QrError, Shape, Side, Transpose};
+
+use crate::engine::Engine;
+use crate::kernels::q::{self, NB, Prepare};
+use crate::kernels::trailing_tc;
+use crate::plan::PanelPlan;
+
+/// Most floats of V the workspace holds at once: batches whose every
+/// block's V would take more run in groups of matrices.
+const MAX_V_FLOATS: usize = 1 << 28;
+
+/// Device pointers of one Q operation: the reflectors, the result (`Q`, or
+/// `C` updated in place) and `info`.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct QOperands {
+    /// H (`batch * n * n`).
+    pub h: u64,
+    /// tau (`batch * n`).
+    pub tau: u64,
+    /// Q (orgqr, `batch * n * n`) or C (ormqr, `batch * n * k`).
+    pub out: u64,
+    /// One code per matrix, or 0 to leave the codes unwritten (`qr`, whose
+    /// codes are geqrf's).
+    pub info: u64,
+}
+
+/// Which operation [`run`] queues.
+#[derive(Clone, Copy, Debug)]
+pub(crate) enum QOp {
+    /// Form Q.
+    Orgqr,
+    /// Apply `op(Q)` to `C` with `k` columns (left) or rows (right).
+    Ormqr(ApplyQ, usize),
+}
+
+/// Queues `op` for the batch of `shape` at `ops`, the tensor-core update
+/// as `update` (the geqrf plan's) says.
+pub(crate) fn run(
+    engine: &Engine,
+    update: &PanelPlan,
+    shape: Shape,
+    op: QOp,
+    ops: QOperands,
+) -> Result<(), QrError> {
+    let (batch, n) = (shape.batch(), shape.n());
+    if batch == 0 {
+        return Ok(());
+    }
+    let stream = engine.stream();
+    let k = match op {
+        QOp::Orgqr => n,
+        QOp::Ormqr(_, k) => k,
+    };
+    if n == 0 || k == 0 {
+        if ops.info != 0 {
+            engine.memset_u32(stream, ops.info, 0, batch)?;
+        }
+        return Ok(());
+    }
+    if !update.tensor_trailing {
+        return Err(QrError::Unsupported {
+            message: format!(
+                "forming or applying Q needs the tensor-core update (sm_80 or newer); {} is sm_{}{}",
+                engine.info().name,
+                engine.info().compute_capability.0,
+                engine.info().compute_capability.1
+            ),
+        });
+    }
+    let per = (MAX_V_FLOATS / q::v_floats(n).max(1)).clamp(1, batch);
+    let out_len = n * k;
+    let mut ws = engine.workspace();
+    for mat0 in (0..batch).step_by(per) {
+        let mats = per.min(batch - mat0);
+        let v = ws.qv.ensure(stream, mats * q::v_floats(n))?;
+        let t = ws.qt.ensure(stream, mats * q::blocks(n) * NB * NB)?;
+        // bad, cbad and the update's zero-column bounds, an int per matrix.
+        let flags = ws.qflags.ensure(stream, 3 * mats)?;
+        let (bad, cbad, zcol) = (flags, flags + 4 * mats as u64, flags + 8 * mats as u64);
+        engine.memset_u32(stream, bad, 0, mats)?;
+        // No column is known to be zero: the update skips nothing.
+        engine.memset_u32(stream, zcol, i32::MAX as u32, mats)?;
+        let at = |base: u64, per_matrix: usize| base + (mat0 * per_matrix * 4) as u64;
+        let (h, tau, out, info) = (
+            at(ops.h, n * n),
+            at(ops.tau, n),
+            at(ops.out, out_len),
+            if ops.info == 0 { 0 } else { at(ops.info, 1) },
+        );
+        let blocks = Blocks {
+            v,
+            t,
+            zcol,
+            n,
+            mats,
+        };
+        match op {
+            QOp::Orgqr => {
+                let prep = Prepare {
+                    h,
+                    tau,
+                    v,
+                    t,
+                    q: out,
+                    bad,
+                };
+                q::prepare(engine, stream, prep, n, mats, true)?;
+                for kb in (0..q::blocks(n)).rev() {
+                    let p = kb * NB;
+                    if n > p + NB {
+                        let a2 = out + ((p * n + p + NB) * 4) as u64;
+                        let dims = (n * n, n, n - p - NB);
+                        blocks.update(engine, stream, update, kb, (a2, dims))?;
+                    }
+                }
+                q::finish(engine, stream, (out, out_len), (bad, 0, info), mats)?;
+            }
+            QOp::Ormqr(apply, k) => {
+                q::scan(engine, stream, (out, out_len), cbad, mats)?;
+                // From the right, op(Q) applies to C^T from the left, with
+                // the transpose flipped.
+                let (c, transpose) = match apply.side {
+                    Side::Left => (out, apply.transpose),
+                    Side::Right => {
+                        let ct = ws.qc.ensure(stream, mats * out_len)?;
+                        q::transpose(engine, stream, (out, ct), (k, n), mats)?;
+                        let flipped = match apply.transpose {
+                            Transpose::No => Transpose::Yes,
+                            Transpose::Yes => Transpose::No,
+                        };
+                        (ct, flipped)
+                    }
+                };
+                // Q^T C = Q_{K-1}^T ... Q_0^T C: blocks forward, the update
+                // as it is; Q C = Q_0 ... Q_{K-1} C: backward, reversed.
+                let reverse = transpose == Transpose::No;
+                let prep = Prepare {
+                    h,
+                    tau,
+                    v,
+                    t,
+                    q: 0,
+                    bad,
+                };
+                q::prepare(engine, stream, prep, n, mats, reverse)?;
+                let order: Vec<usize> = if reverse {
+                    (0..q::blocks(n)).rev().collect()
+                } else {
+                    (0..q::blocks(n)).collect()
+                };
+                for kb in order {
+                    let a2 = c + ((kb * NB * k) * 4) as u64;
+                    blocks.update(engine, stream, update, kb, (a2, (n * k, k, k)))?;
+                }
+                if apply.side == Side::Right {
+                    q::transpose(engine, stream, (c, out), (n, k), mats)?;
+                }
+                q::finish(engine, stream, (out, out_len), (bad, cbad, info), mats)?;
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The prepared blocks of one group of matrices.
+struct Blocks {
+    v: u64,
+    t: u64,
+    zcol: u64,
+    n: usize,
+    mats: usize,
+}
+
+impl Blocks {
+    /// `A2 -= V_k (S^T (V_k^T A2))` for block `kb` over `A2` (at `a2`,
+    /// `n - 32 kb` rows; `dims` = elements between matrices, leading
+    /// dimension, columns).
+    fn update(
+        &self,
+        engine: &Engine,
+        stream: &CudaStream,
+        plan: &PanelPlan,
+        kb: usize,
+        (a2, (stride, lda, ntrail)): (u64, (usize, usize, usize)),
+    ) -> Result<(), QrError> {
+        let (n, p) = (self.n, kb * NB);
+        let (nrow, w) = (n - p, NB.min(n - p));
+        let tiles = ntrail.div_ceil(32);
+        let row_split = trailing_tc::row_split(
+            tiles.saturating_mul(self.mats),
+            nrow,
+            engine.info().sm_count,
+            plan.tensor_row_split,
+            plan.tensor_row_split_min_rows,
+        );
+        let op = trailing_tc::Operands {
+            a: a2,
+            src: a2,
+            a_stride: stride,
+            lda,
+            v: self.v + (q::v_offset(n, kb) * 4) as u64,
+            v_stride: q::v_floats(n),
+            t: self.t + (kb * NB * NB * 4) as u64,
+            t_stride: q::blocks(n) * NB * NB,
+            zcol: self.zcol,
+            panel_col: p,
+            trail_col: p + NB,
+            oflow: 0,
+        };
+        trailing_tc::launch(
+            engine,
+            stream,
+            &op,
+            (nrow, ntrail, w),
+            self.mats,
+            plan.tensor_prefetch,
+            plan.tensor_warps,
+            trailing_tc::Staging {
+                depth: plan.tensor_stage_depth,
+                max_rows: plan.tensor_stage_max_rows,
+                ring: plan.tensor_stage_ring,
+                l2_hints: plan.tensor_l2_hints,
+                pairs: plan.tensor_tile_pairs,
+                reverse: plan.tensor_update_reverse,
+            },
+            row_split,
+            plan.tensor_lo_truncate,
+        )
+    }
+}
