@@ -191,7 +191,7 @@ impl Backend for CpuBackend {
         if k == 0 {
             // Nothing to compute; the reflectors still get their status.
             for ((h, tau), info) in f.matrices().zip(info.iter_mut()) {
-                *info = if Reflectors::is_finite(h, tau, n) {
+                *info = if crate::finite::reflectors_finite(h, tau, n) {
                     Info::OK
                 } else {
                     Info::NON_FINITE

@@ -36,6 +36,7 @@
 
 mod backend;
 mod blocked;
+mod finite;
 mod isa;
 mod larft;
 mod orgqr;

@@ -11,10 +11,12 @@
 use faer::linalg::matmul::matmul;
 use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{Accum, MatMut, MatRef, Par};
-use qr_core::{Info, QrError, Reflectors};
+use qr_core::{Info, QrError};
+
+use crate::finite::{all_finite, reflectors_finite};
 
 use crate::isa::multiversion;
-use crate::larft::larft;
+use crate::larft::larft_view;
 use crate::tuning::QTuning;
 use crate::update::for_column_chunks;
 use crate::vector::axpy;
@@ -109,7 +111,7 @@ pub(crate) fn orgqr_matrix(
     par: Par,
     par_min: usize,
 ) -> Info {
-    if !Reflectors::is_finite(h, tau, n) {
+    if !reflectors_finite(h, tau, n) {
         q.fill(f32::NAN);
         return Info::NON_FINITE;
     }
@@ -119,7 +121,7 @@ pub(crate) fn orgqr_matrix(
         orgqr_blocked(n, h, tau, q, qt.orgqr_block_for(n), ws, par, par_min);
     }
     // Only reflectors far from geqrf's (|tau| or |v| huge) get here.
-    if !q.iter().all(|x| x.is_finite()) {
+    if !all_finite(q) {
         q.fill(f32::NAN);
         return Info::OVERFLOW;
     }
@@ -154,19 +156,8 @@ fn orgqr_blocked(
     }
     for i in (0..kk).step_by(nb).rev() {
         let m = n - i;
-        let v = &mut ws.v[..m * nb];
-        for r in 0..m {
-            let hr = &h[(i + r) * n + i..];
-            for c in 0..nb {
-                v[c * m + r] = match r.cmp(&c) {
-                    std::cmp::Ordering::Greater => hr[c],
-                    std::cmp::Ordering::Equal => 1.0,
-                    std::cmp::Ordering::Less => 0.0,
-                };
-            }
-        }
-        larft(m, nb, v, m, &tau[i..i + nb], &mut ws.t, nb, &mut ws.g);
-        let vm = MatRef::from_column_major_slice(&v[..m * nb], m, nb);
+        let vm = copy_v(h, n, i, nb, &mut ws.v);
+        larft_view(vm, &tau[i..i + nb], &mut ws.t, nb, &mut ws.g);
         let tm = MatRef::from_column_major_slice(&ws.t[..nb * nb], nb, nb);
         // Q[i.., i..] as a row-major view (through the transpose of a
         // column-major one: see the faer note in docs/perf/qr-cpu.md).
@@ -205,10 +196,9 @@ fn apply_block_to_identity(
     }
     matmul(tw.rb_mut(), Accum::Replace, t, w.rb(), 1.0f32, Par::Seq);
     let mut c_first = c_first;
-    for r in 0..m {
-        for col in 0..ib {
-            c_first[(r, col)] = if r == col { 1.0 } else { 0.0 };
-        }
+    c_first.fill(0.0);
+    for d in 0..ib {
+        c_first[(d, d)] = 1.0;
     }
     matmul(c_first, Accum::Add, v, tw.rb(), -1.0f32, Par::Seq);
     // Columns ib..: [0; C22] - V (T (V2^T C22)), split by columns. Each
@@ -242,6 +232,29 @@ fn apply_block_to_identity(
         matmul(d, Accum::Add, tw.rb(), v.transpose(), -1.0f32, Par::Seq);
     };
     for_column_chunks(c_rest, rest, 2 * ib, par.degree(), &apply);
+}
+
+/// The reflectors `i..i+nb` of the row-major `h` (order `n`) as a dense
+/// `V` (`n - i` rows, unit diagonal, zeros above) in `v`, row-major, so that
+/// the copy runs along `H`'s rows.
+pub(crate) fn copy_v<'a>(
+    h: &[f32],
+    n: usize,
+    i: usize,
+    nb: usize,
+    v: &'a mut [f32],
+) -> MatRef<'a, f32> {
+    let m = n - i;
+    let v = &mut v[..m * nb];
+    for (r, vr) in v.chunks_exact_mut(nb).enumerate() {
+        let below = r.min(nb);
+        vr[..below].copy_from_slice(&h[(i + r) * n + i..][..below]);
+        if r < nb {
+            vr[r] = 1.0;
+            vr[r + 1..].fill(0.0);
+        }
+    }
+    MatRef::from_row_major_slice(v, m, nb)
 }
 
 multiversion! {
@@ -284,16 +297,23 @@ fn org2r_row_major_body(
         }
         if cols > 0 {
             // Row j of the columns from j+1 on is still zero, so
-            // w = v^T Q[j.., j+1..] sums the rows below only.
-            let w = &mut w[..cols];
+            // w = v^T Q[j.., j+1..] sums the rows below only. The rows are
+            // swept from column c0 <= j+1, a multiple of 16, so that every
+            // sweep is whole AVX-512 vectors when m is (no scalar tails):
+            // columns c0..=j of the rows below j are rewritten by the
+            // steps of their own reflectors later, whatever they hold now.
+            let c0 = (j + 1) & !15;
+            let wide = m - c0;
+            let w = &mut w[..wide];
             w.fill(0.0);
             for i in j + 1..m {
-                axpy(w, h[i * ldh + j], &q[i * ldq + j + 1..][..cols]);
+                axpy(w, h[i * ldh + j], &q[i * ldq + c0..][..wide]);
             }
             for i in j + 1..m {
-                axpy(&mut q[i * ldq + j + 1..][..cols], -t * h[i * ldh + j], w);
+                axpy(&mut q[i * ldq + c0..][..wide], -t * h[i * ldh + j], w);
             }
-            for (x, &y) in q[j * ldq + j + 1..][..cols].iter_mut().zip(w.iter()) {
+            let w = &w[j + 1 - c0..];
+            for (x, &y) in q[j * ldq + j + 1..][..cols].iter_mut().zip(w) {
                 *x = -t * y;
             }
         }

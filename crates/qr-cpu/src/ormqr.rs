@@ -10,11 +10,12 @@
 
 use faer::reborrow::ReborrowMut;
 use faer::{MatMut, MatRef, Par};
-use qr_core::{ApplyQ, Info, QrError, Reflectors, Shape, Side, Transpose};
+use qr_core::{ApplyQ, Info, QrError, Shape, Side, Transpose};
 
+use crate::finite::{all_finite, reflectors_finite};
 use crate::isa::multiversion;
-use crate::larft::larft;
-use crate::orgqr::QWorkspace;
+use crate::larft::larft_view;
+use crate::orgqr::{QWorkspace, copy_v};
 use crate::tuning::QTuning;
 use crate::update::{apply_block_reflector, apply_block_reflector_transposed, for_column_chunks};
 use crate::vector::axpy;
@@ -58,14 +59,14 @@ pub(crate) fn ormqr_matrix(
     par: Par,
     par_min: usize,
 ) -> Info {
-    if !Reflectors::is_finite(h, tau, n) {
+    if !reflectors_finite(h, tau, n) {
         c.fill(f32::NAN);
         return Info::NON_FINITE;
     }
     if k == 0 || n == 0 {
         return Info::OK;
     }
-    let c_finite = c.iter().all(|x| x.is_finite());
+    let c_finite = all_finite(c);
     // `op(Q) L` with `L = C` (left) or `L = C^T` (right); `Q^T` runs the
     // reflectors first to last.
     let transpose = match op.side {
@@ -98,7 +99,7 @@ pub(crate) fn ormqr_matrix(
     ws.c = copy;
     // A finite C turned non-finite only by reflectors far from geqrf's, or
     // by a C near f32::MAX whose product does not fit.
-    if c_finite && !c.iter().all(|x| x.is_finite()) {
+    if c_finite && !all_finite(c) {
         c.fill(f32::NAN);
         return Info::OVERFLOW;
     }
@@ -126,19 +127,8 @@ fn ormqr_blocked(
         let i = if transpose { b } else { blocks - 1 - b } * nb;
         let ib = nb.min(n - i);
         let m = n - i;
-        let v = &mut ws.v[..m * ib];
-        for r in 0..m {
-            let hr = &h[(i + r) * n + i..];
-            for c in 0..ib {
-                v[c * m + r] = match r.cmp(&c) {
-                    std::cmp::Ordering::Greater => hr[c],
-                    std::cmp::Ordering::Equal => 1.0,
-                    std::cmp::Ordering::Less => 0.0,
-                };
-            }
-        }
-        larft(m, ib, v, m, &tau[i..i + ib], &mut ws.t, ib, &mut ws.g);
-        let vm = MatRef::from_column_major_slice(&v[..m * ib], m, ib);
+        let vm = copy_v(h, n, i, ib, &mut ws.v);
+        larft_view(vm, &tau[i..i + ib], &mut ws.t, ib, &mut ws.g);
         let tm = MatRef::from_column_major_slice(&ws.t[..ib * ib], ib, ib);
         let p = if m >= par_min { par } else { Par::Seq };
         // A row-major L (the left side's C) is multiplied through its

@@ -459,3 +459,24 @@ fn empty_shapes_zero_k_and_length_errors() {
         Err(QrError::LengthMismatch { what: "r", .. })
     ));
 }
+
+#[test]
+fn orgqr_overwrites_whatever_q_held() {
+    let mut rng = StdRng::seed_from_u64(19);
+    for (name, backend) in backends() {
+        for n in [2usize, 17, 33, 48, 65, 100] {
+            let (shape, h, tau) = factors(&mut rng, 2, n);
+            let f = Reflectors::new(shape, &h, &tau).unwrap();
+            let mut info = vec![Info::OK; 2];
+            let mut clean = vec![0.0f32; shape.a_len()];
+            backend.orgqr_into(f, &mut clean, &mut info).unwrap();
+            for junk in [f32::NAN, f32::INFINITY, 1.0e38] {
+                let mut q = vec![junk; shape.a_len()];
+                backend.orgqr_into(f, &mut q, &mut info).unwrap();
+                assert_eq!(info, [Info::OK, Info::OK], "{name} n={n}");
+                let bits = |x: &[f32]| x.iter().map(|v| v.to_bits()).collect::<Vec<_>>();
+                assert_eq!(bits(&q), bits(&clean), "{name} n={n} junk={junk}");
+            }
+        }
+    }
+}
