@@ -134,7 +134,10 @@ pub trait Backend: Send + Sync {
     #[doc(hidden)]
     fn no_q_operations(&self) -> QrError {
         QrError::Unsupported {
-            message: format!("backend `{}` only factors: it does not form or apply Q", self.name()),
+            message: format!(
+                "backend `{}` only factors: it does not form or apply Q",
+                self.name()
+            ),
         }
     }
 }
