@@ -6,6 +6,7 @@ use qr_gpu::GpuBackend;
 
 use crate::error::{CliError, Outcome};
 use crate::select::parse_strategy;
+use crate::suite::OpArg;
 
 /// Arguments of `qr plan`.
 #[derive(Clone, Debug, Args)]
@@ -19,6 +20,9 @@ pub struct PlanArgs {
     /// Force this strategy instead of the planner's choice.
     #[arg(long, value_name = "STRATEGY")]
     pub strategy: Option<String>,
+    /// The operation whose launches to print.
+    #[arg(long, value_enum, default_value = "geqrf")]
+    pub op: OpArg,
 }
 
 /// Runs `qr plan`. Without a device it prints the probe's reason and
@@ -35,6 +39,9 @@ pub fn run(args: &PlanArgs) -> Result<Outcome, CliError> {
     };
     println!("device: {device}");
     let backend = GpuBackend::new(0)?.with_strategy(strategy);
-    println!("plan for {shape}: {}", backend.plan(shape)?);
+    match args.op {
+        OpArg::Geqrf => println!("plan for {shape}: {}", backend.plan(shape)?),
+        op => println!("{}", backend.describe_op(shape, op.operation())?),
+    }
     Ok(Outcome::MetBar)
 }

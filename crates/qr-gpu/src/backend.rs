@@ -250,6 +250,46 @@ impl GpuBackend {
         )
     }
 
+    /// What `op` launches for `shape`, in words: the order of the blocks,
+    /// the update's plan, and the steps around them. Forcing a strategy
+    /// ([`GpuBackend::with_strategy`]) forces the update settings of that
+    /// strategy's plan here too.
+    pub fn describe_op(&self, shape: Shape, op: Operation) -> Result<String, QrError> {
+        let blocks = shape.n().div_ceil(crate::kernels::q::NB);
+        let update = |what: &str| -> Result<String, QrError> {
+            Ok(format!(
+                "{op} for {shape}: V and T of all {blocks} 32-column blocks in one launch, then                  one tensor-core update per block {what}, with the update settings of {};                  then the per-matrix checks",
+                self.q_plan(shape)?
+            ))
+        };
+        match op {
+            Operation::Geqrf => Ok(self.plan(shape)?.to_string()),
+            Operation::Orgqr => update(
+                "last block first over Q[p.., p + 32..], the block's own columns formed with V and T",
+            ),
+            Operation::Ormqr(apply) => {
+                let backward = (apply.side == qr_core::Side::Left)
+                    == (apply.transpose == qr_core::Transpose::No);
+                let order = if backward {
+                    "last block first (reflectors reversed: Q_k, not Q_k^T)"
+                } else {
+                    "first block first"
+                };
+                let side = if apply.side == qr_core::Side::Right {
+                    ", C transposed in and out"
+                } else {
+                    ""
+                };
+                update(&format!("{order}{side}"))
+            }
+            Operation::Qr => Ok(format!(
+                "qr for {shape}: geqrf ({}), then {}, then R from H",
+                self.plan(shape)?,
+                self.describe_op(shape, Operation::Orgqr)?
+            )),
+        }
+    }
+
     fn q_update(&self, shape: Shape) -> Result<PanelPlan, QrError> {
         Ok(self.q_plan(shape)?.panel)
     }
