@@ -1,10 +1,10 @@
 """Checks the register panels of a block alone per matrix under the host
 emulator: panelreg_factor_f32 in every variant the planner can ask a block
-alone for, and panelcol_factor_f32 (a column per lane), each also folding
-the previous panel's update into its own columns, and panelmma_factor_f32
-(leaves of 8 columns, tensor-core updates between them):
+alone for, also folding the previous panel's update into its own columns,
+and panelmma_factor_f32 (leaves of 8 columns, tensor-core updates between
+them):
 
-    python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelcol|panelmma]
+    python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelmma]
 
 Per variant and panel (orders and panel columns around the row limits):
 the panel's factorization against its input (scaled residual <= 5 and
@@ -33,13 +33,6 @@ def threads_for_rows(rows, rpt, min_threads, max_threads):
     t = -(-rows // rpt)
     t = -(-t // 64) * 64
     return min(max(t, 64, min_threads), max_threads)
-
-
-def pcol_warps(rows, r, rolled=0):
-    """panelcol::warps_for_rows without the fold's rounding."""
-    if rolled:
-        return -(-max(rows, 1) // max(r, 32))
-    return 1 + max(0, -(-(rows - 32) // r))
 
 
 def run(binary, threads, p, w, a, seed=0):
@@ -120,7 +113,7 @@ def inputs(rng, b, n, p, zc):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["panelreg", "panelcol", "panelmma"])
+    ap.add_argument("--only", choices=["panelreg", "panelmma"])
     args = ap.parse_args()
     # (max threads, min threads, rows per thread) of the plans of a block
     # alone: 640 x 512 (256, 2), 40 x 352 (512 from 256, 1).
@@ -171,34 +164,14 @@ def main():
                                        [f"-DPMMA_WARPS={most}", f"-DPMMA_G={grp}"])
                 check_run(binary, 32 * warps, n, p, w,
                           f"panelmma {warps} of {most} warps x {8 * grp} rows n {n} p {p} w {w}")
-        # (rows per lane, warp 0 rolled): every layout unrolled, two rolled.
-        layouts = [(r, 0) for r in (32, 64, 72, 96)] + [(32, 1), (64, 1), (96, 1)]
-        for r, rolled in ([] if args.only in ("panelreg", "panelmma") else layouts):
-            for n, p, w in panels:
-                warps = pcol_warps(n - p, r, rolled)
-                binary = cudasim.built(d, "panelcol", HARNESS,
-                                       [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}", "-DPCOL_FOLD=0",
-                                        f"-DPCOL_TOP_ROLLED={rolled}"])
-                check_run(binary, 32 * warps, n, p, w,
-                          f"panelcol {warps} warps x {r} rolled {rolled} n {n} p {p} w {w}")
         # The fold: the panel at P - 32, then the panel at P applying the
-        # first's reflectors to its columns itself (the register panels of
+        # first's reflectors to its columns itself (the register panel of
         # blocks alone with `reg_panel_fold`); checked as one factorization
         # of the 64 columns, and the second panel's V and T on their own.
         folds = [(176, 32), (352, 32), (200, 64)]
         if args.quick:
             folds = folds[:1]
         fold_kernels = []
-        if args.only in (None, "panelcol"):
-            for r, rolled in ((32, 0), (64, 0), (32, 1)):
-                for n, P in folds:
-                    warps = pcol_warps(n - P + 32, r, rolled)
-                    warps += warps % 2
-                    fold_kernels.append(("panelcol", [f"-DPCOL_WARPS={warps}", f"-DPCOL_R={r}",
-                                                      "-DPCOL_FOLD=1",
-                                                      f"-DPCOL_TOP_ROLLED={rolled}"],
-                                         32 * warps, n, P,
-                                         f"panelcol fold {warps} warps x {r} rolled {rolled}"))
         if args.only in (None, "panelreg"):
             for n, P in folds:
                 threads = threads_for_rows(n - P + 32, 1, 256, 512)

@@ -1,8 +1,7 @@
 // Runs a register panel kernel of a block alone per matrix under the
 // emulator on the panel at column P (width W) of a batch read from a file
 // (tools/cudasim/check_panelreg.py drives it): panelmma_factor_f32 when the
-// build defines PMMA_WARPS, panelcol_factor_f32 when it defines PCOL_WARPS,
-// else panelreg_factor_f32. Usage:
+// build defines PMMA_WARPS, else panelreg_factor_f32. Usage:
 //   panel_harness THREADS P W FOLD IN OUT
 // IN: two int32 (batch, n), then the batch row-major; the panel is factored
 // in place (src = h). With FOLD 1 (a build with the fold compiled in) the
@@ -39,10 +38,6 @@ int main(int argc, char** argv) {
                            const float* tprev, int folds) {
 #if defined(PMMA_WARPS)
         sim_launch(panelmma_factor_f32, grid, threads, h.data(), (const float*)h.data(),
-                   (const int*)zcol.data(), vb, tb, tau.data(), n, pp, ww, 0, vprev, tprev, folds,
-                   oflow.data());
-#elif defined(PCOL_WARPS)
-        sim_launch(panelcol_factor_f32, grid, threads, h.data(), (const float*)h.data(),
                    (const int*)zcol.data(), vb, tb, tau.data(), n, pp, ww, 0, vprev, tprev, folds,
                    oflow.data());
 #else

@@ -391,67 +391,6 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // The column-per-lane register panel (session 19) at 32, 64 and 72 rows
-    // per lane against the row panel (0), where it fits the registers (not
-    // 60 x 1024 at these); 72 puts 512 rows in 8 warps, two blocks an SM
-    // (NVRTC 13.5: 128 registers, 272 bytes of spills), 64 in 9 warps, one
-    // (164 registers, none). Each variant compiles a module per block size
-    // (about 0.8 s each).
-    for cols in [0u32, 32, 64, 72] {
-        let t = Tuning {
-            reg_panel_columns: cols,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[2..4],
-            format!("register panel columns {cols}"),
-            None,
-            &t,
-        );
-        // 40 x 176 folds on the shared-memory panel; without the fold its
-        // blocks alone take the register panel, and with this the columns.
-        let unfolded = Tuning {
-            panel_fold: false,
-            ..t.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[1..2],
-            format!("register panel columns {cols} fold off"),
-            None,
-            &unfolded,
-        );
-        // Blocks alone folding in the register panels (`reg_panel_fold`;
-        // 0: the row panel's fold, measured in session 16).
-        let folding = Tuning {
-            reg_panel_fold: true,
-            ..t
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[1..3],
-            format!("register panel columns {cols} register fold"),
-            None,
-            &folding,
-        );
-    }
-    // The column panel with warp 0's steps rolled (masks and selects),
-    // beside the unrolled ones above (straight-line code).
-    for cols in [32u32, 64, 72] {
-        let t = Tuning {
-            reg_panel_columns: cols,
-            reg_panel_columns_rolled: true,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[2..4],
-            format!("register panel columns {cols} rolled true"),
-            None,
-            &t,
-        );
-    }
     // The leaf panel (session 20) at 32 and 64 rows per warp against the row
     // panel (0): 40 x 352, 640 x 512 (8 warps x 64, three blocks an SM, or
     // 16 x 32), 60 x 1024 (16 x 64 or 32 x 32, one), and 40 x 176 without
@@ -510,20 +449,6 @@ fn variants() -> Vec<Variant> {
         None,
         &base,
     );
-    // 1024-row panels fit the column panel's registers from 96 rows a lane.
-    for cols in [0u32, 96] {
-        let t = Tuning {
-            reg_panel_columns: cols,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &["60,1024,2,dense"],
-            format!("register panel columns {cols} tall"),
-            None,
-            &t,
-        );
-    }
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
     let memory: [MemorySwitch; 2] = [

@@ -18,11 +18,11 @@ use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panel16;
+use crate::kernels::panelmma;
 use crate::kernels::panelreg;
 use crate::kernels::smem;
 use crate::kernels::trailing_tc;
 use crate::kernels::util;
-use crate::kernels::{panelcol, panelmma};
 use crate::plan::Plan;
 
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
@@ -289,17 +289,6 @@ pub(crate) fn factor(
                         mat0,
                         mats,
                         &pbuf,
-                    )?,
-                    None if plan.panel.reg_columns > 0 => panelcol::launch(
-                        engine,
-                        panel_stream,
-                        plan.panel.reg_columns,
-                        (n, p, w),
-                        mat0,
-                        mats,
-                        &pbuf,
-                        (fold, plan.panel.reg_columns_rolled),
-                        prev,
                     )?,
                     None => panelreg::launch(
                         engine,

@@ -131,7 +131,6 @@ fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize
         "panel" if on("PANEL_FOLD") => Some(panel::FOLD_STATIC_BYTES),
         "panel" => Some(crate::plan::STATIC_SMEM_RESERVE),
         "panelreg" if on("PREG_FOLD") => Some(panelreg::FOLD_STATIC_BYTES),
-        "panelcol" if on("PCOL_FOLD") => Some(panelreg::FOLD_STATIC_BYTES),
         "panelmma" => value("PMMA_WARPS").map(panelmma::static_bytes),
         _ => None,
     }

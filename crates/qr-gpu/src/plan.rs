@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{KernelSource, panel, panelcol, panelmma, panelreg, smem, trailing_tc};
+use crate::kernels::{KernelSource, panel, panelmma, panelreg, smem, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -184,12 +184,6 @@ pub struct PanelPlan {
     /// Steps per iteration of the whole-row register panel's one-barrier
     /// loop (`Tuning::reg_panel_unroll`).
     pub reg_unroll: u32,
-    /// Rows per lane of the column-per-lane register panel that replaces
-    /// the row-per-thread one (`Tuning::reg_panel_columns`), 0 for none.
-    pub reg_columns: u32,
-    /// That panel's warp 0 steps in a rolled loop
-    /// (`Tuning::reg_panel_columns_rolled`).
-    pub reg_columns_rolled: bool,
     /// Rows per warp of the leaf panel that replaces the register panels of
     /// a block alone (`Tuning::reg_panel_mma`), 0 for none.
     pub reg_mma: u32,
@@ -250,24 +244,6 @@ impl Plan {
                     panelmma::defines(
                         panelmma::warps_for_rows(self.shape.n(), r).unwrap_or(panelmma::MAX_WARPS),
                         r,
-                    ),
-                )
-            }
-            Strategy::Blocked if self.panel.reg_columns > 0 => {
-                let (r, fold) = (self.panel.reg_columns, self.panel.fold);
-                (
-                    &panelcol::SOURCE,
-                    panelcol::defines(
-                        panelcol::warps_for_rows(
-                            self.shape.n(),
-                            r,
-                            fold,
-                            self.panel.reg_columns_rolled,
-                        )
-                        .unwrap_or(panelcol::MAX_WARPS),
-                        r,
-                        fold,
-                        self.panel.reg_columns_rolled,
                     ),
                 )
             }
@@ -352,12 +328,6 @@ impl fmt::Display for Plan {
                         " holding {} panel rows per warp in leaves of 8 columns (tensor cores \
                          between leaves)",
                         self.panel.reg_mma
-                    )
-                } else if self.panel.reg_columns > 0 {
-                    format!(
-                        " holding a column of {} panel rows per lane in registers (warp 0 the \
-                         first 32)",
-                        self.panel.reg_columns
                     )
                 } else if self.panel.rows_per_thread > 0 {
                     format!(
@@ -753,8 +723,6 @@ pub fn plan(
             reg_halves: false,
             reg_smem_sum: tuning.reg_panel_smem_sum,
             reg_unroll: tuning.reg_panel_unroll,
-            reg_columns: 0,
-            reg_columns_rolled: tuning.reg_panel_columns_rolled,
             reg_mma: 0,
         },
         graph: false,
@@ -923,28 +891,6 @@ pub fn plan(
         && p.panel.reg_mma == 0
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
-    // The column panel: a block alone on the register panel without the
-    // halves, where its warps hold the first panel's rows; with the
-    // register panel's fold (`reg_panel_fold`) where the fold's rows fit
-    // its block's shared memory too.
-    let rolled = tuning.reg_panel_columns_rolled;
-    let column_fold_fits = || {
-        panelcol::warps_for_rows(n, tuning.reg_panel_columns, true, rolled).is_some_and(|warps| {
-            panelreg::fold_bytes(32 * warps as u32, n) + panelreg::FOLD_STATIC_BYTES
-                <= device.smem_per_block_optin
-        })
-    };
-    p.panel.reg_columns = if strategy == Strategy::Blocked
-        && p.panel.reg_mma == 0
-        && p.panel.rows_per_thread > 0
-        && !p.panel.reg_halves
-        && panelcol::fits(n, tuning.reg_panel_columns, p.panel.fold, rolled)
-        && (!p.panel.fold || column_fold_fits())
-    {
-        tuning.reg_panel_columns
-    } else {
-        0
-    };
     p.panel.fused_checks = tuning.fused_checks
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
@@ -1342,12 +1288,11 @@ mod tests {
         let d = h200();
         let t = Tuning {
             reg_panel_mma: 64,
-            reg_panel_columns: 64,
             ..Tuning::default()
         };
         let leaf = |t: &Tuning, batch, n| {
             let p = plan(Shape::new(batch, n).unwrap(), &d, t, None).unwrap();
-            (p.strategy, p.panel.reg_mma, p.panel.reg_columns)
+            (p.strategy, p.panel.reg_mma, 0)
         };
         // 640 x 512, 60 x 1024 and 40 x 352 take it (and not the column
         // panel); the folding 40 x 176 and the clusters keep theirs.
@@ -1401,80 +1346,6 @@ mod tests {
             };
             assert_eq!(leaf(&odd, 640, 512).1, 0);
         }
-    }
-
-    #[test]
-    fn column_panel_for_blocks_alone_on_the_register_panel() {
-        let d = h200();
-        let t = Tuning {
-            reg_panel_columns: 64,
-            ..Tuning::default()
-        };
-        let cols = |batch, n| {
-            let p = plan(Shape::new(batch, n).unwrap(), &d, &t, None).unwrap();
-            (p.strategy, p.panel.reg_columns)
-        };
-        // The benchmark set: the blocked plans on the register panel take it,
-        // the folding panel of 40 x 176 and the clusters keep theirs.
-        assert_eq!(cols(640, 512), (Strategy::Blocked, 64));
-        // 1024 rows at 64 a lane outgrow an SM's registers; at 96 they fit.
-        assert_eq!(cols(60, 1024), (Strategy::Blocked, 0));
-        let tall = Tuning {
-            reg_panel_columns: 96,
-            ..t.clone()
-        };
-        let p = plan(Shape::new(60, 1024).unwrap(), &d, &tall, None).unwrap();
-        assert_eq!(p.panel.reg_columns, 96);
-        assert_eq!(cols(40, 352), (Strategy::Blocked, 64));
-        assert_eq!(cols(40, 176).1, 0);
-        // Without the fold 40 x 176 takes the register panel, and the columns.
-        let unfolded = Tuning {
-            panel_fold: false,
-            ..t.clone()
-        };
-        let p = plan(Shape::new(40, 176).unwrap(), &d, &unfolded, None).unwrap();
-        assert_eq!((p.strategy, p.panel.reg_columns), (Strategy::Blocked, 64));
-        assert_eq!(cols(8, 2048), (Strategy::Cluster, 0));
-        let p = plan(Shape::new(640, 512).unwrap(), &d, &t, None).unwrap();
-        let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(names, panelcol::SOURCE.defines);
-        let rolled = Tuning {
-            reg_panel_columns_rolled: true,
-            ..t.clone()
-        };
-        let pr = plan(Shape::new(640, 512).unwrap(), &d, &rolled, None).unwrap();
-        assert!(
-            pr.defines()
-                .contains(&("PCOL_TOP_ROLLED".into(), "1".into()))
-        );
-        assert!(
-            p.defines()
-                .contains(&("PCOL_TOP_ROLLED".into(), "0".into()))
-        );
-        assert!(p.to_string().contains("a column of 64 panel rows per lane"));
-        // Off by default, and for layouts the kernel does not compile.
-        assert_eq!(
-            plan(Shape::new(640, 512).unwrap(), &d, &Tuning::default(), None)
-                .unwrap()
-                .panel
-                .reg_columns,
-            0
-        );
-        // With the register panel's fold, the columns fold too.
-        let folding = Tuning {
-            reg_panel_fold: true,
-            ..t.clone()
-        };
-        let p = plan(Shape::new(40, 176).unwrap(), &d, &folding, None).unwrap();
-        assert!(p.panel.fold && p.panel.reg_columns == 64);
-        let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(names, panelcol::SOURCE.defines);
-        let odd = Tuning {
-            reg_panel_columns: 30,
-            ..Tuning::default()
-        };
-        let p = plan(Shape::new(640, 512).unwrap(), &d, &odd, None).unwrap();
-        assert_eq!(p.panel.reg_columns, 0);
     }
 
     #[test]

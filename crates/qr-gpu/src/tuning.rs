@@ -428,39 +428,6 @@ pub struct Tuning {
     /// loop body up to four times longer. 2 (session 15's measured choice
     /// against 1); 4 and 8 written in session 18, not yet run.
     pub reg_panel_unroll: u32,
-    /// Rows per lane of the column-per-lane register panel
-    /// (`panelcol_factor_f32`: lane c of a warp holds column c of the
-    /// warp's rows, warp 0 the panel's first 32) that replaces the
-    /// row-per-thread register panel of a block alone without the halves
-    /// (folding too where that panel folds, `reg_panel_fold`); 0: never. 0 until measured: written in session 19
-    /// without a device. Its sums are each lane's own chain, so a step has
-    /// no butterfly (31 shuffles, 62 selects, 31 adds a warp) or shared
-    /// sums (71 instructions) but the pivot column's broadcast (rows / 4
-    /// loads of 16 bytes). Checked under the host emulator
-    /// (`tools/cudasim/check_panelreg.py`: panels of 4 to 1024 rows,
-    /// 1e-30s, zero and tiny columns on the double path, V, T against the
-    /// reflectors' product in float64, the same bits in another thread
-    /// order) and by NVRTC 13.5 (sm_90): 9 warps at 64
-    /// rows (512-row panels) 164 registers without spills, 1 block per SM;
-    /// 8 warps at 64, 128 registers and 48 bytes of spills; 16 warps at 32,
-    /// 128 registers, none; 8 warps at 72, 128 registers and 272 bytes of
-    /// spills (two blocks an SM). The sweep knob `register panel columns`
-    /// times 32, 64 and 72 (40 x 352, 640 x 512, and 40 x 176 with the fold
-    /// off) and 96 (60 x 1024).
-    pub reg_panel_columns: u32,
-    /// The column panel's warp 0 steps in a rolled loop, masking the rows
-    /// at and above the pivot and picking the pivot row by selects, and
-    /// holds as many rows as every other warp (`reg_panel_columns`, at
-    /// least 32), instead of 32 rows and 32 unrolled steps whose row
-    /// indices are registers. Off until measured (session 19, no device):
-    /// the unrolled steps are about 16 K instructions of straight-line code
-    /// one warp streams through once per panel (NVRTC 13.5: 21,744
-    /// instructions in all at 9 warps x 64 rows, against 10,128 rolled),
-    /// which may miss the instruction cache every step; the masks and
-    /// selects cost instructions in every step instead, and 512 rows fit 8
-    /// warps of 64 (two blocks an SM: 128 registers, 108 bytes of spills).
-    /// Swept beside `reg_panel_columns`.
-    pub reg_panel_columns_rolled: bool,
     /// Rows per warp of the leaf panel (`panelmma_factor_f32`) that replaces
     /// the row-per-thread register panel of a block alone without the fold
     /// (and the halves and the column panel); 0: never, else a multiple of 8
@@ -562,8 +529,6 @@ impl Default for Tuning {
             tensor_update_reverse: false,
             reg_panel_smem_sum: false,
             reg_panel_unroll: 2,
-            reg_panel_columns: 0,
-            reg_panel_columns_rolled: false,
             reg_panel_mma: 0,
             reg_panel_mma_min_batch_per_sm: 0,
         }

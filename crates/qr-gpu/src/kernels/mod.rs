@@ -5,7 +5,6 @@
 
 pub(crate) mod panel;
 pub(crate) mod panel16;
-pub(crate) mod panelcol;
 pub(crate) mod panelmma;
 pub(crate) mod panelreg;
 pub(crate) mod q;
@@ -33,7 +32,6 @@ pub(crate) const ALL: &[&KernelSource] = &[
     &panel::SOURCE,
     &panel16::SOURCE,
     &panelreg::SOURCE,
-    &panelcol::SOURCE,
     &panelmma::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,

@@ -256,14 +256,14 @@ pub(crate) struct Geometry {
     pub bytes: usize,
 }
 
-/// Launches `f`, a register panel kernel with panelreg's and panelcol's
-/// arguments (`entry` names it), on `stream`: the buffers of `buf`, and
+/// Launches `f`, a register panel kernel with panelreg's arguments
+/// (`entry` names it), on `stream`: the buffers of `buf`, and
 /// with `fold` (the previous panel's V and T) a launch that folds.
 ///
 /// # Safety
 ///
 /// `buf` must hold the batch's buffers at the sizes the kernels read and
-/// write (panelreg's and panelcol's launchers), `shape` must describe
+/// write (panelreg's and panelmma's launchers), `shape` must describe
 /// matrices of that batch, blocks whose rows fit the kernel's compiled
 /// layout and the dynamic shared memory the kernel expects, and `fold`'s
 /// buffers must be of V's and T's sizes.
