@@ -22,6 +22,14 @@
 //! - Parallelism (rayon): a batch of several matrices is spread over the
 //!   pool one matrix per task; a lone matrix gets the pool inside its
 //!   trailing updates. Scratch is allocated once per worker.
+//! - `Q` from `(H, tau)` (LAPACK `sorgqr`, `sormqr`; [`orgqr`](qr_core::orgqr),
+//!   [`ormqr`](qr_core::ormqr)): small orders one reflector at a time along
+//!   contiguous rows; larger ones in compact-WY blocks (`T` from the same
+//!   `larft`, three faer products per block). `orgqr` accumulates
+//!   backward, last block first, each block touching only `Q[i.., i..]`
+//!   (about `4/3 n^3`, as `sorgqr`). A lone matrix splits each block's
+//!   product by columns over the pool. `qr` is `geqrf` then `orgqr`.
+//!   Block sizes: [`QTuning`].
 //! - A matrix holding a NaN or an infinity is not factored: its `info` is
 //!   [`qr_core::Info::NON_FINITE`] and its `H` and `tau` are NaN; the rest of
 //!   the batch is factored as usual. A finite matrix whose `R` does not fit

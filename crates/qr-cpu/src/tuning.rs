@@ -99,17 +99,21 @@ pub struct QTuning {
 
 impl Default for QTuning {
     fn default() -> Self {
-        // Measured on the 2-core AMD EPYC (AVX-512) development machine,
-        // 2026-12-07, tables in docs/perf/qr-cpu.md; orders between the
-        // measured ones are interpolated guesses.
+        // Measured on the 2-core development VM (then an AVX-512 Xeon),
+        // 2026-12-07, under other engineers' load; tables in
+        // docs/perf/qr-cpu.md, section "orgqr / ormqr". Orders between the
+        // measured ones are interpolated guesses: correct, maybe not the
+        // fastest.
         Self {
             // "crossover": unblocked wins up to 48, blocked from 64 on.
             orgqr_small_n: 48,
-            // "block size": 32 best for n in 176..512, 64 at 1024 and 2048.
+            // "block size": 32 best for n in 176..512.
             orgqr_block: 32,
             // "crossover": unblocked wins up to 64, blocked from 96 on.
             ormqr_small_n: 64,
+            // "block size": 32 best for n in 176..512.
             ormqr_block: 32,
+            // "block size": 64 (or 128) best at 1024 and 2048.
             wide_block: 64,
             wide_block_min_n: 1024,
         }
