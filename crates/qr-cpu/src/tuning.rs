@@ -105,11 +105,13 @@ impl Default for QTuning {
         // measured ones are interpolated guesses: correct, maybe not the
         // fastest.
         Self {
-            // "crossover": unblocked wins up to 48, blocked from 64 on.
-            orgqr_small_n: 48,
+            // "crossover" (second table): unblocked wins at 40, blocked
+            // from 48 on.
+            orgqr_small_n: 40,
             // "block size": 32 best for n in 176..512.
             orgqr_block: 32,
-            // "crossover": unblocked wins up to 64, blocked from 96 on.
+            // "crossover": unblocked wins up to 40, ties at 48 and 64,
+            // loses from 80 on.
             ormqr_small_n: 64,
             // "block size": 32 best for n in 176..512.
             ormqr_block: 32,
