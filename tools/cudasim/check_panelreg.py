@@ -1,10 +1,8 @@
 """Checks the register panels of a block alone per matrix under the host
 emulator: panelreg_factor_f32 in every variant the planner can ask a block
-alone for, also folding the previous panel's update into its own columns,
-and panelmma_factor_f32 (leaves of 8 columns, tensor-core updates between
-them):
+alone for, also folding the previous panel's update into its own columns:
 
-    python3 tools/cudasim/check_panelreg.py [--quick] [--only panelreg|panelmma]
+    python3 tools/cudasim/check_panelreg.py [--quick]
 
 Per variant and panel (orders and panel columns around the row limits):
 the panel's factorization against its input (scaled residual <= 5 and
@@ -113,7 +111,6 @@ def inputs(rng, b, n, p, zc):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--quick", action="store_true")
-    ap.add_argument("--only", choices=["panelreg", "panelmma"])
     args = ap.parse_args()
     # (max threads, min threads, rows per thread) of the plans of a block
     # alone: 640 x 512 (256, 2), 40 x 352 (512 from 256, 1).
@@ -146,24 +143,6 @@ def main():
         return raw
 
     with tempfile.TemporaryDirectory() as d:
-        # panelmma: 4, 8 or 16 groups of 8 rows a warp (16: the full form
-        # only), as many warps as the rows need (panelmma::warps_for_rows).
-        groups = [4, 8] if args.quick else [4, 8, 16]
-        for grp in (groups if args.only in (None, "panelmma") else []):
-            # Narrow panels too: leaves cut short by w (w < 32 with rows > w).
-            # The module is the first panel's (n rows), the block as many
-            # warps as the panel's rows need, as the engine launches it.
-            # 2048-row panels (16 warps of 128 rows, the full form only).
-            tall = [(2048, 0, 32), (2048, 2016, 32)] if grp == 16 else []
-            for n, p, w in panels + [(120, 76, 20), (64, 40, 12)] + tall:
-                most = -(-n // (8 * grp))
-                warps = -(-max(n - p, 1) // (8 * grp))
-                if most > 32:
-                    continue
-                binary = cudasim.built(d, "panelmma", HARNESS,
-                                       [f"-DPMMA_WARPS={most}", f"-DPMMA_G={grp}"])
-                check_run(binary, 32 * warps, n, p, w,
-                          f"panelmma {warps} of {most} warps x {8 * grp} rows n {n} p {p} w {w}")
         # The fold: the panel at P - 32, then the panel at P applying the
         # first's reflectors to its columns itself (the register panel of
         # blocks alone with `reg_panel_fold`); checked as one factorization
@@ -171,21 +150,16 @@ def main():
         folds = [(176, 32), (352, 32), (200, 64)]
         if args.quick:
             folds = folds[:1]
-        fold_kernels = []
-        if args.only in (None, "panelreg"):
-            for n, P in folds:
-                threads = threads_for_rows(n - P + 32, 1, 256, 512)
-                fold_kernels.append(("panelreg", [f"-DPREG_THREADS={threads}", "-DPREG_RPT=1",
-                                                  "-DPREG_CLUSTER=0", "-DPREG_FOLD=1",
-                                                  "-DPREG_ONEBAR=0", "-DPREG_HALVES=0",
-                                                  "-DPREG_SMEM_SUM=0", "-DPREG_UNROLL=2"],
-                                     threads, n, P, f"panelreg fold {threads}x1"))
-        for fam, defs, threads, n, P, label in fold_kernels:
-            binary = cudasim.built(d, fam, HARNESS, defs)
+        for n, P in folds:
+            threads = threads_for_rows(n - P + 32, 1, 256, 512)
+            binary = cudasim.built(d, "panelreg", HARNESS,
+                                   [f"-DPREG_THREADS={threads}", "-DPREG_RPT=1", "-DPREG_CLUSTER=0",
+                                    "-DPREG_FOLD=1", "-DPREG_ONEBAR=0", "-DPREG_HALVES=0",
+                                    "-DPREG_SMEM_SUM=0", "-DPREG_UNROLL=2"])
             p0 = P - 32
             zc = p0 + 5
             a = inputs(np.random.default_rng([n, P, 7]), 8, n, p0, zc)
-            tag = f"{label} n {n} p {P}"
+            tag = f"panelreg fold {threads}x1 n {n} p {P}"
             raw = cudasim.run(binary, [threads, P, 32, 1], [a.shape[0], n, a])
             if cudasim.run(binary, [threads, P, 32, 1], [a.shape[0], n, a], seed=n + P) != raw:
                 failures.append(f"{tag}: a run in another thread order differs")
@@ -202,7 +176,7 @@ def main():
                                          f"{tag} #{m} second panel"))
                 worst = (max(worst[0], sfr), max(worst[1], orth))
             print(f"{tag}: checked", flush=True)
-        for max_t, min_t, rpt in (shapes if args.only in (None, "panelreg") else []):
+        for max_t, min_t, rpt in shapes:
             plain = {}
             for halves, smem_sum, unroll in variants:
                 if halves and rpt != 1:

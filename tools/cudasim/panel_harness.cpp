@@ -1,7 +1,7 @@
-// Runs a register panel kernel of a block alone per matrix under the
-// emulator on the panel at column P (width W) of a batch read from a file
-// (tools/cudasim/check_panelreg.py drives it): panelmma_factor_f32 when the
-// build defines PMMA_WARPS, else panelreg_factor_f32. Usage:
+// Runs the register panel kernel of a block alone per matrix
+// (panelreg_factor_f32) under the emulator on the panel at column P (width
+// W) of a batch read from a file (tools/cudasim/check_panelreg.py drives
+// it). Usage:
 //   panel_harness THREADS P W FOLD IN OUT
 // IN: two int32 (batch, n), then the batch row-major; the panel is factored
 // in place (src = h). With FOLD 1 (a build with the fold compiled in) the
@@ -36,15 +36,9 @@ int main(int argc, char** argv) {
     std::vector<float> v0(v.size(), -7.0f), t0(t.size(), -7.0f);
     const auto panel = [&](int pp, int ww, float* vb, float* tb, const float* vprev,
                            const float* tprev, int folds) {
-#if defined(PMMA_WARPS)
-        sim_launch(panelmma_factor_f32, grid, threads, h.data(), (const float*)h.data(),
-                   (const int*)zcol.data(), vb, tb, tau.data(), n, pp, ww, 0, vprev, tprev, folds,
-                   oflow.data());
-#else
         sim_launch(panelreg_factor_f32, grid, threads, h.data(), (const float*)h.data(),
                    (const int*)zcol.data(), vb, tb, tau.data(), n, pp, ww, 0, vprev, tprev, folds,
                    oflow.data());
-#endif
     };
     if (fold) {
         panel(p - 32, 32, v0.data(), t0.data(), nullptr, nullptr, 0);

@@ -391,64 +391,6 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // The leaf panel (session 20) at 32 and 64 rows per warp against the row
-    // panel (0): 40 x 352, 640 x 512 (8 warps x 64, three blocks an SM, or
-    // 16 x 32), 60 x 1024 (16 x 64 or 32 x 32, one), and 40 x 176 without
-    // the fold. Each plan compiles one module (its first panel's warps).
-    for r in [0u32, 32, 64] {
-        let t = Tuning {
-            reg_panel_mma: r,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[2..5],
-            format!("register panel mma {r}"),
-            None,
-            &t,
-        );
-        let unfolded = Tuning {
-            panel_fold: false,
-            ..t
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[1..2],
-            format!("register panel mma {r} fold off"),
-            None,
-            &unfolded,
-        );
-    }
-    // 1024-row panels in 8 warps of 128 rows (NVRTC 13.5: 128 registers,
-    // 180 bytes of spills), beside 16 x 64 and 32 x 32 above.
-    let t = Tuning {
-        reg_panel_mma: 128,
-        ..base.clone()
-    };
-    add(
-        &mut variants,
-        &["60,1024,2,dense"],
-        "register panel mma 128".to_string(),
-        None,
-        &t,
-    );
-    // 8 x 2048 with its panels in one block each (blocked forced: only the
-    // leaf panel holds 2048 rows, in 16 warps of 128) against its cluster
-    // plan (0: the planner's), one table of sweep_table.py.
-    add(
-        &mut variants,
-        &["8,2048,1,dense"],
-        "register panel mma tall 128".to_string(),
-        Some(Strategy::Blocked),
-        &t,
-    );
-    add(
-        &mut variants,
-        &["8,2048,1,dense"],
-        "register panel mma tall 0".to_string(),
-        None,
-        &base,
-    );
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
     let memory: [MemorySwitch; 2] = [

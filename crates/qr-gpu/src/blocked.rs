@@ -18,7 +18,6 @@ use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panel16;
-use crate::kernels::panelmma;
 use crate::kernels::panelreg;
 use crate::kernels::smem;
 use crate::kernels::trailing_tc;
@@ -280,15 +279,6 @@ pub(crate) fn factor(
                         mats,
                         &pbuf,
                         prev,
-                    )?,
-                    None if plan.panel.reg_mma > 0 => panelmma::launch(
-                        engine,
-                        panel_stream,
-                        plan.panel.reg_mma,
-                        (n, p, w),
-                        mat0,
-                        mats,
-                        &pbuf,
                     )?,
                     None => panelreg::launch(
                         engine,

@@ -5,7 +5,7 @@
 use qr_core::QrError;
 use rayon::prelude::*;
 
-use crate::kernels::{KernelSource, panel, panel16, panelmma, panelreg, smem, trailing_tc, util};
+use crate::kernels::{KernelSource, panel, panel16, panelreg, smem, trailing_tc, util};
 use crate::plan::{Plan, Strategy};
 use crate::ptx_cache::PtxCache;
 
@@ -114,24 +114,16 @@ fn resources(log: &str) -> Vec<Resources> {
 /// their dynamic shared memory, where it counts on a bound: the
 /// whole-matrix kernels 1 KiB (`smem_fit_n`), the shared-memory panel the
 /// reserve of `panel_fit_rows` or, folding, `panel::FOLD_STATIC_BYTES`,
-/// a folding register or column panel `panelreg::FOLD_STATIC_BYTES`, the
-/// leaf panel `panelmma`'s estimate. Other modules' launches ask the
-/// driver (the update's staging) or take no dynamic shared memory to speak
-/// of.
+/// a folding register panel `panelreg::FOLD_STATIC_BYTES`. Other modules'
+/// launches ask the driver (the update's staging) or take no dynamic shared
+/// memory to speak of.
 fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize> {
     let on = |k: &str| defines.iter().any(|(n, v)| n == k && v != "0");
-    let value = |k: &str| {
-        defines
-            .iter()
-            .find(|(n, _)| n == k)
-            .and_then(|(_, v)| v.parse::<usize>().ok())
-    };
     match family {
         "smem" => Some(1024),
         "panel" if on("PANEL_FOLD") => Some(panel::FOLD_STATIC_BYTES),
         "panel" => Some(crate::plan::STATIC_SMEM_RESERVE),
         "panelreg" if on("PREG_FOLD") => Some(panelreg::FOLD_STATIC_BYTES),
-        "panelmma" => value("PMMA_WARPS").map(panelmma::static_bytes),
         _ => None,
     }
 }
@@ -385,10 +377,6 @@ ptxas info    : Used 32 registers, used 0 barriers
         assert_eq!(
             static_smem_bound("panel", &fold("PANEL_FOLD", "0")),
             Some(20 << 10)
-        );
-        assert_eq!(
-            static_smem_bound("panelmma", &fold("PMMA_WARPS", "8")),
-            Some(17_440)
         );
         assert_eq!(static_smem_bound("trailing_tc", &[]), None);
     }

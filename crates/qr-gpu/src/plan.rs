@@ -7,7 +7,7 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{KernelSource, panel, panelmma, panelreg, smem, trailing_tc};
+use crate::kernels::{KernelSource, panel, panelreg, smem, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -184,9 +184,6 @@ pub struct PanelPlan {
     /// Steps per iteration of the whole-row register panel's one-barrier
     /// loop (`Tuning::reg_panel_unroll`).
     pub reg_unroll: u32,
-    /// Rows per warp of the leaf panel that replaces the register panels of
-    /// a block alone (`Tuning::reg_panel_mma`), 0 for none.
-    pub reg_mma: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -237,16 +234,6 @@ impl Plan {
                 &smem::SOURCE,
                 smem::defines(self.tpc, self.rows, self.panel.float_reflector, self.warp),
             ),
-            Strategy::Blocked if self.panel.reg_mma > 0 => {
-                let r = self.panel.reg_mma;
-                (
-                    &panelmma::SOURCE,
-                    panelmma::defines(
-                        panelmma::warps_for_rows(self.shape.n(), r).unwrap_or(panelmma::MAX_WARPS),
-                        r,
-                    ),
-                )
-            }
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 (
@@ -323,13 +310,7 @@ impl fmt::Display for Plan {
                 self.shape,
                 self.panel.groups,
                 self.panel.threads,
-                if self.panel.reg_mma > 0 {
-                    format!(
-                        " holding {} panel rows per warp in leaves of 8 columns (tensor cores \
-                         between leaves)",
-                        self.panel.reg_mma
-                    )
-                } else if self.panel.rows_per_thread > 0 {
+                if self.panel.rows_per_thread > 0 {
                     format!(
                         " holding {} panel rows each in registers{}",
                         self.panel.rows_per_thread,
@@ -626,14 +607,6 @@ pub fn plan(
     let n = shape.n();
     let smem_n = smem_fit_n(device);
     let panel_rows = panel_fit_rows(device);
-    // The leaf panel (`reg_panel_mma`) where this batch may take it: its
-    // mma.sync with tf32 operands needs sm_80, and its block holds the
-    // first panel's rows (also past a shared-memory panel's: 2048 rows at
-    // 128 a warp).
-    let leaf = device.compute_capability >= (8, 0)
-        && (shape.batch() as u64)
-            >= u64::from(tuning.reg_panel_mma_min_batch_per_sm) * u64::from(device.sm_count)
-        && panelmma::fits(n, tuning.reg_panel_mma, device.smem_per_block_optin);
     let (strategy, reason) = match forced {
         Some(s) => (s, "forced by the caller".to_string()),
         None if n <= smem_n.min(tuning.smem_max_n) => (
@@ -723,7 +696,6 @@ pub fn plan(
             reg_halves: false,
             reg_smem_sum: tuning.reg_panel_smem_sum,
             reg_unroll: tuning.reg_panel_unroll,
-            reg_mma: 0,
         },
         graph: false,
         reason,
@@ -742,7 +714,7 @@ pub fn plan(
             (p.tpc, p.threads, p.rows, p.lda, p.warp) = (l.tpc, l.threads, l.rows, l.lda, l.warp);
         }
         Strategy::Blocked => {
-            if n > panel_rows && !leaf {
+            if n > panel_rows {
                 return Err(QrError::Unsupported {
                     message: format!(
                         "strategy blocked holds a whole panel in one block: n = {n} > {panel_rows} rows on {}",
@@ -802,14 +774,6 @@ pub fn plan(
                 if alone {
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }
-            } else if n > panel_rows {
-                // Only the leaf panel holds these rows (`leaf`): the register
-                // path (a block alone, its rows in registers and lane-private
-                // shared memory), which it takes below.
-                p.panel.threads =
-                    32 * panelmma::warps_for_rows(n, tuning.reg_panel_mma).unwrap_or(1) as u32;
-                p.panel.rows_per_thread = 1;
-                p.panel.fold = false;
             }
             p.panel.two_level = p.panel.tensor_trailing
                 && p.panel.rows_per_thread == 0
@@ -874,21 +838,10 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && (!p.panel.checks_aside || tuning.graphs_beside_checks);
-    // The leaf panel: a block alone on the register panel without the
-    // fold, where the first panel's rows fit its block (`leaf`); it takes
-    // the halves' and the column panel's place (and is the only panel of a
-    // block past a shared-memory panel's rows).
-    p.panel.reg_mma =
-        if strategy == Strategy::Blocked && leaf && p.panel.rows_per_thread > 0 && !p.panel.fold {
-            tuning.reg_panel_mma
-        } else {
-            0
-        };
     // Halves: one row per thread only (at two, the kernel's 128 registers
     // spill, NVRTC 13.5).
     p.panel.reg_halves = tuning.reg_panel_halves
         && strategy == Strategy::Blocked
-        && p.panel.reg_mma == 0
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
     p.panel.fused_checks = tuning.fused_checks
@@ -1281,71 +1234,6 @@ mod tests {
         )
         .unwrap();
         assert!(few.panel.corner.is_some_and(|c| !c.warp && c.n == 32));
-    }
-
-    #[test]
-    fn leaf_panel_for_blocks_alone_without_the_fold() {
-        let d = h200();
-        let t = Tuning {
-            reg_panel_mma: 64,
-            ..Tuning::default()
-        };
-        let leaf = |t: &Tuning, batch, n| {
-            let p = plan(Shape::new(batch, n).unwrap(), &d, t, None).unwrap();
-            (p.strategy, p.panel.reg_mma, 0)
-        };
-        // 640 x 512, 60 x 1024 and 40 x 352 take it (and not the column
-        // panel); the folding 40 x 176 and the clusters keep theirs.
-        assert_eq!(leaf(&t, 640, 512), (Strategy::Blocked, 64, 0));
-        assert_eq!(leaf(&t, 60, 1024), (Strategy::Blocked, 64, 0));
-        assert_eq!(leaf(&t, 40, 352), (Strategy::Blocked, 64, 0));
-        assert_eq!(leaf(&t, 40, 176).1, 0);
-        assert_eq!(leaf(&t, 8, 2048), (Strategy::Cluster, 0, 0));
-        let p = plan(Shape::new(640, 512).unwrap(), &d, &t, None).unwrap();
-        let names: Vec<String> = p.defines().into_iter().map(|(k, _)| k).collect();
-        assert_eq!(names, panelmma::SOURCE.defines);
-        assert!(p.defines().contains(&("PMMA_G".into(), "8".into())));
-        assert!(p.to_string().contains("leaves of 8 columns"));
-        // Without the fold 40 x 176 takes it too.
-        let unfolded = Tuning {
-            panel_fold: false,
-            ..t.clone()
-        };
-        assert_eq!(leaf(&unfolded, 40, 176).1, 64);
-        // With a batch floor of 2 matrices an SM, the many-matrix plans only.
-        let many = Tuning {
-            reg_panel_mma_min_batch_per_sm: 2,
-            ..t.clone()
-        };
-        assert_eq!(leaf(&many, 640, 512).1, 64);
-        assert_eq!(leaf(&many, 60, 1024).1, 0);
-        assert_eq!(leaf(&many, 40, 352).1, 0);
-        // Forced blocked, 8 x 2048 (past a shared-memory panel's rows) takes
-        // it at 128 rows a warp (16 warps), and only with it.
-        let tall = Tuning {
-            reg_panel_mma: 128,
-            ..Tuning::default()
-        };
-        let plan_2048 = |t: &Tuning, forced| plan(Shape::new(8, 2048).unwrap(), &d, t, forced);
-        let p = plan_2048(&tall, Some(Strategy::Blocked)).unwrap();
-        assert_eq!((p.panel.reg_mma, p.panel.rows_per_thread), (128, 1));
-        assert_eq!(p.defines()[0], ("PMMA_WARPS".into(), "16".into()));
-        assert!(plan_2048(&t, Some(Strategy::Blocked)).is_err());
-        assert_eq!(plan_2048(&tall, None).unwrap().strategy, Strategy::Cluster);
-        // Not before sm_80 (tf32 mma).
-        let mut turing = d.clone();
-        turing.compute_capability = (7, 5);
-        let p = plan(Shape::new(640, 512).unwrap(), &turing, &t, None).unwrap();
-        assert_eq!(p.panel.reg_mma, 0);
-        // Off by default, and for layouts the kernel does not compile.
-        assert_eq!(leaf(&Tuning::default(), 640, 512).1, 0);
-        for r in [24, 36] {
-            let odd = Tuning {
-                reg_panel_mma: r,
-                ..Tuning::default()
-            };
-            assert_eq!(leaf(&odd, 640, 512).1, 0);
-        }
     }
 
     #[test]

@@ -428,44 +428,6 @@ pub struct Tuning {
     /// loop body up to four times longer. 2 (session 15's measured choice
     /// against 1); 4 and 8 written in session 18, not yet run.
     pub reg_panel_unroll: u32,
-    /// Rows per warp of the leaf panel (`panelmma_factor_f32`) that replaces
-    /// the row-per-thread register panel of a block alone without the fold
-    /// (and the halves and the column panel); 0: never, else a multiple of 8
-    /// from 32 (32, 64, 128 swept). 0
-    /// until measured: written in session 20 without a device. The panel is
-    /// factored as four leaves of 8 columns: a reflector touches only its
-    /// leaf's columns (per step and thread, NVRTC 13.5 at 8 warps x 64 rows:
-    /// about 190 instructions on the hot path, against about 450 for the
-    /// row panel at 256 x 2, Session 18), and at each leaf's end its 8
-    /// reflectors reach the columns right of it as compact WY on the tensor
-    /// cores (3-pass tf32, the lo part truncated as `tensor_lo_truncate`),
-    /// with the leaf's Gram entries against the earlier leaves in the same
-    /// pass. Only the current leaf's block lives in registers, the other
-    /// three in lane-private shared memory, so a block of 8 warps x 64 rows
-    /// takes 80 registers (80 bytes of spills) and 65 KB of shared memory:
-    /// three 512-row panels an SM, where the row panel runs two (a 320-matrix
-    /// launch of 640 x 512 in one wave instead of 1.21). 32 rows a warp: 64
-    /// registers (36 bytes of spills), twice the warps. Each leaf's T replaces
-    /// its Gram block, so the panel's T starts from groups of 8 (six block
-    /// barriers a panel fewer). Checked under the
-    /// host emulator (`tools/cudasim/check_panelreg.py --only panelmma`:
-    /// panels of 4 to 1024 rows, narrow panels, 1e-30s, zero and tiny
-    /// columns on the double path, V, T against the reflectors' product in
-    /// float64, the same bits in another thread order; five planted bugs
-    /// caught, the 2-pass split among them). At 128 rows a warp it also
-    /// holds 2048-row panels (16 warps), which no other panel of a block
-    /// does: a blocked plan forced on 8 x 2048 takes it. The sweep knob
-    /// `register panel mma` times 0, 32 and 64 (40 x 352, 640 x 512, 60 x
-    /// 1024), 128 (60 x 1024, and 8 x 2048 blocked against its cluster plan).
-    pub reg_panel_mma: u32,
-    /// The leaf panel (`reg_panel_mma`) only for batches of at least this
-    /// many matrices per SM (0: every batch). 0 until measured (session 20,
-    /// no device): its gain is expected from occupancy (three 512-row blocks
-    /// an SM), which few-matrix plans (one block an SM at most) do not use,
-    /// while a leaf's end adds to each panel's chain; the sweep times both
-    /// kinds (640 x 512 against 40 x 352 and 60 x 1024), and this rule lets
-    /// the result be kept for one kind only.
-    pub reg_panel_mma_min_batch_per_sm: u32,
 }
 
 impl Default for Tuning {
@@ -529,8 +491,6 @@ impl Default for Tuning {
             tensor_update_reverse: false,
             reg_panel_smem_sum: false,
             reg_panel_unroll: 2,
-            reg_panel_mma: 0,
-            reg_panel_mma_min_batch_per_sm: 0,
         }
     }
 }

@@ -935,64 +935,6 @@ fn register_panel_smem_sum(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The leaf panel (`Tuning::reg_panel_mma`, off by default) at 32 and 64
-/// rows per warp, the fold off so that the few-matrix blocks alone take the
-/// register panel too: the planner's choice, sizes around the panel and
-/// tile edges, every distribution, 1e-30s, two runs bitwise identical, and
-/// overflowing inputs flagged as the row panel flags them; and at 128 rows
-/// a warp on 2 x 2048, blocked forced (no other panel of a block holds
-/// those rows).
-fn register_panel_mma(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let rows = qr_gpu::Tuning {
-        panel_fold: false,
-        ..qr_gpu::Tuning::default()
-    };
-    let whole = blocked(g, rows.clone());
-    for (r, seed) in [(32u32, 4100u64), (64, 4200)] {
-        let leaf = qr_gpu::Tuning {
-            reg_panel_mma: r,
-            ..rows.clone()
-        };
-        let b = blocked(g, leaf.clone());
-        for shape in [
-            Shape::new(3, 513)?,
-            Shape::new(640, 512)?,
-            Shape::new(4, 1024)?,
-        ] {
-            let p = b.plan(shape)?;
-            if p.panel.reg_mma != r {
-                return Err(format!("leaf panel {r}: the planner chose {p}").into());
-            }
-        }
-        let label = format!("register panel mma {r}");
-        panel_variant(g, &leaf, Strategy::Blocked, &label, seed)?;
-        overflow_flagged_alike(&b, &whole, &[333, 512], &label, false)?;
-    }
-    // 2048-row panels, past a shared-memory panel's rows: blocked forced,
-    // 16 warps of 128 rows.
-    let tall = qr_gpu::Tuning {
-        reg_panel_mma: 128,
-        ..qr_gpu::Tuning::default()
-    };
-    let b = blocked(g, tall);
-    let p = b.plan(Shape::new(2, 2048)?)?;
-    if p.panel.reg_mma != 128 {
-        return Err(format!("leaf panel 128: the planner chose {p}").into());
-    }
-    for (i, &case) in Case::ALL_QR_V2.iter().enumerate() {
-        let sp = spec(2, 2048, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
-        let a = generate(&sp, 4300 + i as u64);
-        gate(&b, sp.shape()?, &a, &format!("register panel mma 128 {sp}"))?;
-    }
-    extreme_scales_twice(
-        &b,
-        spec(2, 2048, 1.0, Case::Dense),
-        (4350, 100),
-        "register panel mma 128",
-    )?;
-    Ok(())
-}
-
 /// The tensor-core update with the split's low parts rounded to tf32 too
 /// (`Tuning::tensor_lo_truncate` off; on by default): on the blocked and
 /// cluster strategies, sizes around the panel and tile edges, every
@@ -1583,11 +1525,10 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 37] = [
+    let plain: [(&str, Test); 36] = [
         ("sgemm_trailing", sgemm_trailing),
         // The newest kernels first: a call that runs out of time still
         // says whether they pass.
-        ("register_panel_mma", register_panel_mma),
         ("smem_warp", smem_warp),
         ("corner", corner),
         ("smem_shared_kernels", smem_shared_kernels),

@@ -5,7 +5,6 @@
 
 pub(crate) mod panel;
 pub(crate) mod panel16;
-pub(crate) mod panelmma;
 pub(crate) mod panelreg;
 pub(crate) mod q;
 pub(crate) mod smem;
@@ -32,7 +31,6 @@ pub(crate) const ALL: &[&KernelSource] = &[
     &panel::SOURCE,
     &panel16::SOURCE,
     &panelreg::SOURCE,
-    &panelmma::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,
     &q::SOURCE,

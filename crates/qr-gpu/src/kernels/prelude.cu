@@ -94,49 +94,6 @@ __device__ __forceinline__ ReflectorF32 scaled_reflector_f32(float alpha, float 
     return r;
 }
 
-// One step's reflector as a lane of the column-layout one-barrier panels
-// (panelcol.cu, panelmma.cu) takes it: tau, beta, the row scale in float
-// (`fs`) and double (`sc`, 1 where tau = 0 keeps x) and whether the float
-// holds it (`fast`), this lane's column's v^T z (`vta`) and its update
-// coefficient `wc` (0 unless `upd`, a column the reflector updates).
-struct QrStep {
-    float tau, beta, fs, wc, vta;
-    double sc;
-    bool fast;
-};
-
-// From float32 sums of a scaled panel (alpha, xn2 = ||x[1..]||^2 >= the
-// tiny bound, this lane's column sum `s` and pivot-row entry `rv`).
-__device__ __forceinline__ QrStep qr_step_f32(float alpha, float xn2, float s, float rv, bool upd) {
-    const ReflectorF32 rf = scaled_reflector_f32(alpha, xn2);
-    QrStep st;
-    st.vta = fmaf(rf.scale, s, rv);
-    st.tau = rf.tau;
-    st.beta = rf.beta;
-    st.fs = rf.scale;
-    st.sc = (double)rf.scale;
-    st.fast = true;
-    st.wc = upd ? rf.tau * st.vta : 0.0f;
-    return st;
-}
-
-// From the sums redone in double (the cold path of a tiny norm):
-// make_reflector, tau = 0 leaving x as it is.
-__device__ __forceinline__ QrStep qr_step_f64(float alpha, double xn2, double s, float rv,
-                                              bool upd) {
-    const Reflector rf = make_reflector(alpha, xn2);
-    const double v2 = (double)rv + rf.scale * s;
-    QrStep st;
-    st.tau = rf.tau;
-    st.beta = rf.beta;
-    st.sc = rf.tau == 0.0f ? 1.0 : rf.scale;
-    st.fs = (float)st.sc;
-    st.fast = fabs(st.sc) < 1.0e30;
-    st.wc = upd && rf.tau != 0.0f ? (float)((double)rf.tau * v2) : 0.0f;
-    st.vta = (float)v2;
-    return st;
-}
-
 // 2^-60: below it a scaled squared norm may have lost bits to underflow
 // (the panels and the smem kernels redo such a norm in double).
 #define QR_TINY 8.673617379884035e-19
@@ -308,7 +265,7 @@ __device__ double block_sum_f64(double v, double* scratch) {
     return t;
 }
 
-// ---- tf32 operands of mma.sync (the tensor-core update, the leaf panel) ----
+// ---- tf32 operands of mma.sync (the tensor-core update) ----
 
 // A float's bits and back, by PTX moves (casts under the host emulator).
 __device__ __forceinline__ unsigned qr_f32_bits(float x) {

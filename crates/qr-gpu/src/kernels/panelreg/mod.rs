@@ -263,7 +263,7 @@ pub(crate) struct Geometry {
 /// # Safety
 ///
 /// `buf` must hold the batch's buffers at the sizes the kernels read and
-/// write (panelreg's and panelmma's launchers), `shape` must describe
+/// write (panelreg's launcher), `shape` must describe
 /// matrices of that batch, blocks whose rows fit the kernel's compiled
 /// layout and the dynamic shared memory the kernel expects, and `fold`'s
 /// buffers must be of V's and T's sizes.
