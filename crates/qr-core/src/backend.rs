@@ -267,14 +267,13 @@ fn bench_on_host<B: Backend + ?Sized>(
         .iter()
         .map(|_| Factorization::zeroed(shape))
         .collect::<Result<Vec<_>, _>>()?;
-    let mut flush = try_alloc(opts.flush_bytes / 4, 0.0f32)?;
     let pass = |outs: &mut [Factorization]| -> Result<(), QrError> {
         for (a, o) in views.iter().zip(outs.iter_mut()) {
             backend.geqrf_into(*a, o.as_batch_mut()?)?;
         }
         Ok(())
     };
-    repeat_on_host(opts, views.len(), &mut flush, || pass(&mut outs))
+    time_on_host(opts, views.len(), || pass(&mut outs))
 }
 
 /// Host timing of the `Q` operations: every input factored once, untimed,
@@ -299,7 +298,6 @@ fn bench_q_on_host<B: Backend + ?Sized>(
     let mut out = try_alloc(shape.a_len(), 0.0f32)?;
     let mut r = try_alloc(shape.a_len(), 0.0f32)?;
     let mut info = try_alloc(shape.info_len(), Info::OK)?;
-    let mut flush = try_alloc(opts.flush_bytes / 4, 0.0f32)?;
     let pass = || -> Result<(), QrError> {
         for (a, f) in views.iter().zip(&factors) {
             let refl = Reflectors::new(shape, &f.h, &f.tau)?;
@@ -319,17 +317,21 @@ fn bench_q_on_host<B: Backend + ?Sized>(
         }
         Ok(())
     };
-    repeat_on_host(opts, views.len(), &mut flush, pass)
+    time_on_host(opts, views.len(), pass)
 }
 
-/// The repetition loop of host timing: warm-up passes, then timed passes
-/// until [`BenchTiming::should_stop`], the cache evicted before each.
-fn repeat_on_host(
+/// Host timing of `pass` (one pass over `inputs` inputs) as
+/// [`Backend::bench`]'s default does it: warm-up passes, then timed passes
+/// until [`BenchTiming::should_stop`], `opts.flush_bytes` written before
+/// each so that every repetition starts with the inputs evicted. Returns
+/// the time per input. Peers with their own kind of operation time it
+/// through this, so that every column of a table is timed alike.
+pub fn time_on_host(
     opts: &BenchOptions,
     inputs: usize,
-    flush: &mut [f32],
     mut pass: impl FnMut() -> Result<(), QrError>,
 ) -> Result<BenchTiming, QrError> {
+    let mut flush = try_alloc(opts.flush_bytes / 4, 0.0f32)?;
     for _ in 0..opts.warmup {
         pass()?;
     }

@@ -82,6 +82,7 @@ mod shape;
 
 pub use backend::{
     Backend, BenchOptions, BenchTiming, Factorization, Operation, geqrf, orgqr, ormqr, qr,
+    time_on_host,
 };
 pub use batch::{BatchMut, BatchRef};
 pub use error::QrError;

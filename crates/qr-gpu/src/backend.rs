@@ -432,18 +432,37 @@ impl GpuBackend {
             ops
         };
         self.run_q(shape, op, ops)?;
-        let mut codes = vec![0i32; shape.info_len()];
+        let staging = &mut *st;
+        self.copy_back(
+            &mut [(&mut staging.h, out, "the result")],
+            &mut staging.info,
+            info,
+        )
+    }
+
+    /// Copies each staging buffer's first `out.len()` floats into `out` and
+    /// the codes into `info`, then waits for the stream.
+    fn copy_back(
+        &self,
+        outs: &mut [(&mut crate::workspace::Buf<f32>, &mut [f32], &str)],
+        codes: &mut crate::workspace::Buf<i32>,
+        info: &mut [Info],
+    ) -> Result<(), QrError> {
+        let s = self.stream();
+        let mut raw = vec![0i32; info.len()];
         {
             let _queueing = self.engine.queueing();
-            let d = st.h.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&d.slice(..out.len()), out)
-                .ctx("copying the result back")?;
-            let d = st.info.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&d.slice(..shape.info_len()), &mut codes)
+            for (buf, out, what) in outs.iter_mut() {
+                let d = buf.slice_mut().expect("ensured");
+                s.memcpy_dtoh(&d.slice(..out.len()), &mut **out)
+                    .ctx(&format!("copying {what} back"))?;
+            }
+            let d = codes.slice_mut().expect("ensured");
+            s.memcpy_dtoh(&d.slice(..info.len()), &mut raw)
                 .ctx("copying info back")?;
         }
         self.engine.synchronize()?;
-        for (i, c) in info.iter_mut().zip(codes) {
+        for (i, c) in info.iter_mut().zip(raw) {
             *i = Info(c);
         }
         Ok(())
@@ -553,24 +572,12 @@ impl Backend for GpuBackend {
         };
         self.run(shape, ops)?;
         self.run_qr_rest(shape, (ops.h, ops.tau, ops.info), (pq, pr))?;
-        let mut codes = vec![0i32; shape.info_len()];
-        {
-            let _queueing = self.engine.queueing();
-            let d = st.q.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&d.slice(..shape.a_len()), q)
-                .ctx("copying Q back")?;
-            let d = st.r.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&d.slice(..shape.a_len()), r)
-                .ctx("copying R back")?;
-            let d = st.info.slice_mut().expect("ensured");
-            s.memcpy_dtoh(&d.slice(..shape.info_len()), &mut codes)
-                .ctx("copying info back")?;
-        }
-        self.engine.synchronize()?;
-        for (i, c) in info.iter_mut().zip(codes) {
-            *i = Info(c);
-        }
-        Ok(())
+        let staging = &mut *st;
+        self.copy_back(
+            &mut [(&mut staging.q, q, "Q"), (&mut staging.r, r, "R")],
+            &mut staging.info,
+            info,
+        )
     }
 
     fn bench_op(

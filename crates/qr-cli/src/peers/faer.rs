@@ -33,7 +33,7 @@ use qr_core::{
 };
 use rayon::prelude::*;
 
-use super::{Spread, for_each_matrix, time_passes, write_row_major};
+use super::{Spread, for_each_matrix, write_row_major};
 
 /// faer's QR of every matrix, spread over the cores as [`Spread`] says.
 #[derive(Clone, Debug)]
@@ -130,7 +130,7 @@ impl Backend for FaerPeer {
         if op == Operation::Qr {
             // Q and R of a matrix side by side.
             let mut out = vec![0.0f32; 2 * shape.a_len()];
-            return time_passes(opts, inputs.len(), || {
+            return qr_core::time_on_host(opts, inputs.len(), || {
                 for a in inputs {
                     self.each(&mut out, 2 * len, |b, out| {
                         let f = Factor::new(n, &a[b * len..(b + 1) * len], par);
@@ -153,7 +153,7 @@ impl Backend for FaerPeer {
             })
             .collect();
         let mut out = vec![0.0f32; shape.a_len()];
-        time_passes(opts, inputs.len(), || {
+        qr_core::time_on_host(opts, inputs.len(), || {
             for (a, fs) in inputs.iter().zip(&factors) {
                 self.each(&mut out, len, |b, out| {
                     let m = match op {

@@ -25,9 +25,7 @@ mod gpu;
 mod lapack;
 mod nalgebra;
 
-use std::time::Instant;
-
-use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Info, Operation, QrError};
+use qr_core::{Backend, BatchMut, BatchRef, Info, Operation};
 use rayon::prelude::*;
 
 use crate::error::CliError;
@@ -161,35 +159,6 @@ pub fn gpu_peers(names: &[String]) -> Result<Vec<Peer>, CliError> {
         .iter()
         .map(|name| gpu::peer(name).map(Peer::from_reflectors))
         .collect()
-}
-
-/// Times `pass` (one pass over `inputs` inputs) by qr-core's host method:
-/// warm-up passes, then timed passes until [`BenchTiming::should_stop`],
-/// the cache evicted before each. qr-core keeps its own loop private; this
-/// is the same loop for the peers whose `bench_op` times their own
-/// equivalent of an operation, so that every column is timed alike.
-pub(crate) fn time_passes(
-    opts: &BenchOptions,
-    inputs: usize,
-    mut pass: impl FnMut() -> Result<(), QrError>,
-) -> Result<BenchTiming, QrError> {
-    let mut flush = vec![0.0f32; opts.flush_bytes / 4];
-    for _ in 0..opts.warmup {
-        pass()?;
-    }
-    let mut samples = Vec::new();
-    let started = Instant::now();
-    let mut round = 0u32;
-    while !BenchTiming::should_stop(&samples, started, opts) {
-        round += 1;
-        // As qr-core's loop: every repetition starts with the inputs evicted.
-        flush.fill(round as f32);
-        std::hint::black_box(&flush);
-        let t0 = Instant::now();
-        pass()?;
-        samples.push(t0.elapsed().as_secs_f64() / inputs.max(1) as f64);
-    }
-    Ok(BenchTiming::from_samples(&samples, "host"))
 }
 
 /// Writes the `rows x cols` matrix whose entry `(i, j)` is `at(i, j)` (a

@@ -18,7 +18,7 @@ use qr_core::{
 };
 use rayon::prelude::*;
 
-use super::{Spread, for_each_matrix, time_passes, transpose_into, write_row_major};
+use super::{Spread, for_each_matrix, transpose_into, write_row_major};
 
 /// nalgebra's QR of every matrix, one matrix per rayon task.
 #[derive(Clone, Copy, Debug)]
@@ -66,14 +66,14 @@ impl Backend for NalgebraPeer {
     ) -> Result<BenchTiming, QrError> {
         let (n, len) = (shape.n(), shape.matrix_len());
         if shape.is_empty() && op != Operation::Geqrf {
-            return time_passes(opts, inputs.len(), || Ok(()));
+            return qr_core::time_on_host(opts, inputs.len(), || Ok(()));
         }
         match op {
             Operation::Geqrf => self.bench(shape, inputs, opts),
             Operation::Qr => {
                 let mut out = vec![0.0f32; shape.a_len()];
                 let mut r = vec![0.0f32; shape.a_len()];
-                time_passes(opts, inputs.len(), || {
+                qr_core::time_on_host(opts, inputs.len(), || {
                     for a in inputs {
                         a.par_chunks(len)
                             .zip(out.par_chunks_mut(len))
@@ -98,7 +98,7 @@ impl Backend for NalgebraPeer {
                     })
                     .collect();
                 let mut out = vec![0.0f32; shape.a_len()];
-                time_passes(opts, inputs.len(), || {
+                qr_core::time_on_host(opts, inputs.len(), || {
                     for (a, fs) in inputs.iter().zip(&factors) {
                         fs.par_iter()
                             .zip(a.par_chunks(len))
