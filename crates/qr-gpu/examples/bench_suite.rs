@@ -393,18 +393,11 @@ fn variants() -> Vec<Variant> {
     }
     // The update's memory-traffic switches (session 18), each crossed with
     // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
-    let memory: [MemorySwitch; 2] = [
-        (
-            "tensor update reverse",
-            |t, on| t.tensor_update_reverse = on,
-            &[(false, 0), (false, 1), (false, 2), (true, 0), (true, 1)],
-        ),
-        (
-            "tensor tile pairs",
-            |t, on| t.tensor_tile_pairs = on,
-            &[(false, 0), (true, 0), (true, 1), (true, 2)],
-        ),
-    ];
+    let memory: [MemorySwitch; 1] = [(
+        "tensor update reverse",
+        |t, on| t.tensor_update_reverse = on,
+        &[(false, 0), (false, 1), (false, 2), (true, 0), (true, 1)],
+    )];
     for (knob, set, combos) in memory {
         for &(on, hints) in combos {
             let mut t = Tuning {

@@ -469,7 +469,6 @@ fn tensor_update(
                 max_rows: plan.panel.tensor_stage_max_rows,
                 ring: plan.panel.tensor_stage_ring,
                 l2_hints: plan.panel.tensor_l2_hints,
-                pairs: plan.panel.tensor_tile_pairs,
                 reverse: plan.panel.tensor_update_reverse,
             },
             row_split,

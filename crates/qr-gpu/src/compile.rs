@@ -15,11 +15,10 @@ type Module = (&'static KernelSource, Vec<(String, String)>);
 /// The modules that `plan`'s launches load: the first panel's family (or
 /// the whole-matrix kernel), the two-level halves, the corner, every
 /// tensor-core update variant the update's launcher may choose between
-/// (staged or streaming, tile pairs or single tiles, with and without a
-/// row split) and the utility kernels. Later panels of a register panel
-/// take fewer threads: a define that sizes the block's loops and arrays,
-/// not which instructions the kernel needs, so the first panel's module
-/// stands for them here.
+/// (staged or streaming, with and without a row split) and the utility
+/// kernels. Later panels of a register panel take fewer threads: a define
+/// that sizes the block's loops and arrays, not which instructions the
+/// kernel needs, so the first panel's module stands for them here.
 pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
     let mut out = vec![plan.kernel(), (&util::SOURCE, Vec::new())];
     if plan.strategy == Strategy::Smem {
@@ -48,24 +47,21 @@ pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
             .take_while(|&k| k <= trailing_tc::split_size(pp.tensor_row_split))
             .collect();
         for &stage in &stages {
-            for pair in [false, pp.tensor_tile_pairs] {
-                for &split in &splits {
-                    out.push((
-                        &trailing_tc::SOURCE,
-                        trailing_tc::defines(
-                            vec4,
-                            pp.tensor_prefetch,
-                            pp.tensor_warps,
-                            stage,
-                            pp.tensor_stage_ring,
-                            split,
-                            pp.tensor_lo_truncate,
-                            pp.tensor_l2_hints,
-                            pair,
-                            pp.tensor_update_reverse,
-                        ),
-                    ));
-                }
+            for &split in &splits {
+                out.push((
+                    &trailing_tc::SOURCE,
+                    trailing_tc::defines(
+                        vec4,
+                        pp.tensor_prefetch,
+                        pp.tensor_warps,
+                        stage,
+                        pp.tensor_stage_ring,
+                        split,
+                        pp.tensor_lo_truncate,
+                        pp.tensor_l2_hints,
+                        pp.tensor_update_reverse,
+                    ),
+                ));
             }
         }
     }

@@ -145,9 +145,6 @@ pub struct PanelPlan {
     /// stores (`Tuning::tensor_l2_hints`, for batches of at least
     /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
     pub tensor_l2_hints: u32,
-    /// Update blocks of two warp groups on neighbouring tiles, V copied once
-    /// for both (`Tuning::tensor_tile_pairs`).
-    pub tensor_tile_pairs: bool,
     /// The staged update's second pass runs its slabs last to first
     /// (`Tuning::tensor_update_reverse`).
     pub tensor_update_reverse: bool,
@@ -680,7 +677,6 @@ pub fn plan(
             } else {
                 0
             },
-            tensor_tile_pairs: tuning.tensor_tile_pairs,
             tensor_update_reverse: tuning.tensor_update_reverse,
             tensor_row_split: if has_clusters(device) {
                 tuning.tensor_row_split

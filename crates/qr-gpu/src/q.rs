@@ -234,7 +234,6 @@ impl Blocks {
                 max_rows: plan.tensor_stage_max_rows,
                 ring: plan.tensor_stage_ring,
                 l2_hints: plan.tensor_l2_hints,
-                pairs: plan.tensor_tile_pairs,
                 reverse: plan.tensor_update_reverse,
             },
             row_split,

@@ -381,18 +381,6 @@ pub struct Tuning {
     /// L2s of 60 MiB; 40 x 352 is a third of one): a rule from the traffic
     /// argument, not measured (session 18, no device).
     pub tensor_l2_hints_min_l2: u32,
-    /// Tensor-core update (with `tensor_stage_ring`, no row split): a block
-    /// of two warp groups takes two neighbouring tiles of one matrix, and
-    /// each V slab is copied once into shared memory for both groups (half
-    /// by each). Why: every tile's block reads the matrix's V twice (both
-    /// passes), 40% of a tile's L2 traffic beside its A2 (read twice,
-    /// written once); the bulk update at 640 x 512 ran at 84% of L2
-    /// throughput (ncu, session 14 run 8). Same bits as single tiles (each
-    /// group computes its tile as a block of its own would). The W pass's
-    /// loop stays at 336 SASS instructions (NVRTC 13.5, 4-warp groups, 128
-    /// registers) with 12 copies a slab instead of 16. Off until measured:
-    /// written in session 18, which had no device.
-    pub tensor_tile_pairs: bool,
     /// Staged tensor-core update: the update pass takes each warp's slabs
     /// last to first, so that it starts with the A2 slabs its W pass read
     /// last, the likeliest to be in L2 still. Why: the second read of A2
@@ -487,7 +475,6 @@ impl Default for Tuning {
             reg_panel_halves: false,
             tensor_l2_hints: 0,
             tensor_l2_hints_min_l2: 2,
-            tensor_tile_pairs: false,
             tensor_update_reverse: false,
             reg_panel_smem_sum: false,
             reg_panel_unroll: 2,

@@ -1083,30 +1083,6 @@ fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Update blocks of two warp groups on neighbouring tiles
-/// (`Tuning::tensor_tile_pairs`): with 4- and 8-warp groups (and L2 hints
-/// on once), every distribution (rankdef's zero columns leave a pair's
-/// second tile out) and sizes with odd and even tile counts, bitwise equal
-/// to single tiles (`switch_keeps_bits`).
-fn tensor_tile_pairs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (warps, hints) in [(4, 0), (8, 0), (4, 2)] {
-        let base = qr_gpu::Tuning {
-            tensor_warps: warps,
-            tensor_l2_hints: hints,
-            tensor_l2_hints_min_l2: 0,
-            ..qr_gpu::Tuning::default()
-        };
-        let variant = qr_gpu::Tuning {
-            tensor_tile_pairs: true,
-            ..base.clone()
-        };
-        let orders: &[usize] = &[64, 96, 128, 333, 512, 1000];
-        let label = format!("tile pairs, {warps} warps, hints {hints}");
-        switch_keeps_bits(g, &base, &variant, (orders, (3, 416, 0.0)), 3300, &label)?;
-    }
-    Ok(())
-}
-
 /// Groups of a batch on lanes of their own streams (`Tuning::batch_lanes`):
 /// every distribution, batches that do and do not divide evenly (and
 /// fewer matrices than lanes), each gated and bitwise equal to one lane.
@@ -1525,7 +1501,7 @@ fn trials() -> Vec<(String, BoxedTest)> {
             Box::new(move |g| strategy_zero_columns(g, s, mid)),
         ));
     }
-    let plain: [(&str, Test); 36] = [
+    let plain: [(&str, Test); 35] = [
         ("sgemm_trailing", sgemm_trailing),
         // The newest kernels first: a call that runs out of time still
         // says whether they pass.
@@ -1551,7 +1527,6 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("fused_checks", fused_checks),
         ("tensor_lo_rounded", tensor_lo_rounded),
         ("tensor_l2_hints", tensor_l2_hints),
-        ("tensor_tile_pairs", tensor_tile_pairs),
         ("register_panel_smem_sum", register_panel_smem_sum),
         ("register_panel_halves", register_panel_halves),
         ("tensor_warps_4", tensor_warps_4),

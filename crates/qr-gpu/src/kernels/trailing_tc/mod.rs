@@ -30,7 +30,6 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_ROWSPLIT",
         "TC_LO_RZ",
         "TC_L2HINT",
-        "TC_PAIR",
         "TC_REVERSE",
     ],
 };
@@ -58,10 +57,8 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// `lo_rz`: the low parts of the split go to the tensor cores unrounded
 /// (`Tuning::tensor_lo_truncate`). `l2_hints` (0, 1, 2): L2 eviction
 /// priorities on A2's ring copies and stores (`Tuning::tensor_l2_hints`;
-/// only with `stage` > 0 and `ring`, else 0). `pair`: blocks of two warp
-/// groups on neighbouring tiles sharing V's copies (`Tuning::tensor_tile_pairs`;
-/// only with `stage` > 0, `ring` and no row split), at half the blocks per
-/// SM. `reverse`: the update pass takes its slabs last to first
+/// only with `stage` > 0 and `ring`, else 0). `reverse`: the update pass
+/// takes its slabs last to first
 /// (`Tuning::tensor_update_reverse`; only with `stage` > 0).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn defines(
@@ -73,7 +70,6 @@ pub(crate) fn defines(
     row_split: u32,
     lo_rz: bool,
     l2_hints: u32,
-    pair: bool,
     reverse: bool,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
@@ -82,13 +78,12 @@ pub(crate) fn defines(
     } else {
         0
     };
-    let pair = pair && stage > 0 && ring && row_split <= 1;
     // A row-split block runs one per SM (`row_split`), so it may take the
     // registers that keep its cluster meeting free of spills.
     let blocks = if row_split > 1 {
         1
     } else {
-        (WARPS_PER_SM / warps / if prefetch { 2 } else { 1 } / if pair { 2 } else { 1 }).max(1)
+        (WARPS_PER_SM / warps / if prefetch { 2 } else { 1 }).max(1)
     };
     [
         ("TC_SPLIT", "0".to_string()),
@@ -103,7 +98,6 @@ pub(crate) fn defines(
         ("TC_ROWSPLIT", row_split.to_string()),
         ("TC_LO_RZ", u8::from(lo_rz).to_string()),
         ("TC_L2HINT", l2_hints.to_string()),
-        ("TC_PAIR", u8::from(pair).to_string()),
         ("TC_REVERSE", u8::from(reverse && stage > 0).to_string()),
     ]
     .into_iter()
@@ -148,14 +142,10 @@ pub(crate) struct Operands {
 
 /// Dynamic shared memory of the staged kernel: each warp's ring of
 /// `depth` 16-row V slabs, then the A2 tile (`nrow` rounded up to 16 rows
-/// of 32 columns); with `ring`, `depth` V and A2 slab pairs per warp; with
-/// `pair` (and `ring`), per warp of a group `depth + 1` slots of a V slab
-/// and both groups' A2 slabs.
-pub(crate) fn stage_bytes(warps: u32, depth: u32, nrow: usize, ring: bool, pair: bool) -> usize {
+/// of 32 columns); with `ring`, `depth` V and A2 slab pairs per warp.
+pub(crate) fn stage_bytes(warps: u32, depth: u32, nrow: usize, ring: bool) -> usize {
     let slab = 16 * BN * std::mem::size_of::<f32>();
-    if ring && pair {
-        3 * (warps * (depth + 1)) as usize * slab
-    } else if ring {
+    if ring {
         2 * (warps * depth) as usize * slab
     } else {
         (warps * depth) as usize * slab + nrow.div_ceil(16) * slab
@@ -177,10 +167,6 @@ pub(crate) struct Staging {
     /// none; 1 A2's second read and its stores (but the launch's first
     /// tile's) evict first; 2 also its first read evicts last.
     pub l2_hints: u32,
-    /// With `ring`, blocks of two warp groups take two neighbouring tiles of
-    /// a matrix and copy each V slab once for both (`Tuning::tensor_tile_pairs`;
-    /// launches of two tiles or more per matrix, without a row split).
-    pub pairs: bool,
     /// The update pass takes each warp's slabs last to first, starting with
     /// those the W pass read last (`Tuning::tensor_update_reverse`).
     pub reverse: bool,
@@ -256,11 +242,7 @@ pub(crate) fn launch(
     let mut smem = 0;
     let ring = staging.ring;
     let tiles = ntrail.div_ceil(BN);
-    // Pairs of tiles only where a matrix has two; the kernel's pairs also
-    // need the ring's stage (checked below).
-    let mut pair = staging.pairs && ring && row_split == 1 && tiles >= 2;
-    let groups = |pair: bool| if pair { 2 } else { 1 };
-    let defs = |stage: u32, pair: bool| {
+    let defs = |stage: u32| {
         defines(
             vec4,
             prefetch,
@@ -270,44 +252,30 @@ pub(crate) fn launch(
             row_split,
             lo_rz,
             staging.l2_hints,
-            pair,
             staging.reverse,
         )
     };
     if depth > 0 && vec4 && !prefetch && (ring || nrow <= staging.max_rows) {
-        // Pairs first; where their ring does not fit, the single tiles' ring.
-        for try_pair in [pair, false] {
-            let bytes = stage_bytes(warps, depth, nrow, ring, try_pair);
-            let f = engine.function(&SOURCE, &defs(depth, try_pair), APPLY)?;
-            if bytes <= engine.info().smem_per_block_optin {
-                super::raise_dynamic_smem(&f, bytes, APPLY)?;
-                // Static shared memory comes on top: stage only if a block fits.
-                let fits = f
-                    .occupancy_max_active_blocks_per_multiprocessor(
-                        32 * warps * groups(try_pair),
-                        bytes,
-                        None,
-                    )
-                    .ctx("trailing_tc occupancy")?;
-                if fits > 0 {
-                    (stage, smem, pair) = (depth, bytes, try_pair);
-                    break;
-                }
-            }
-            if !try_pair {
-                break;
+        let bytes = stage_bytes(warps, depth, nrow, ring);
+        let f = engine.function(&SOURCE, &defs(depth), APPLY)?;
+        if bytes <= engine.info().smem_per_block_optin {
+            super::raise_dynamic_smem(&f, bytes, APPLY)?;
+            // Static shared memory comes on top: stage only if a block fits.
+            let fits = f
+                .occupancy_max_active_blocks_per_multiprocessor(32 * warps, bytes, None)
+                .ctx("trailing_tc occupancy")?;
+            if fits > 0 {
+                (stage, smem) = (depth, bytes);
             }
         }
     }
-    pair &= stage > 0;
-    let f = engine.function(&SOURCE, &defs(stage, pair), APPLY)?;
+    let f = engine.function(&SOURCE, &defs(stage), APPLY)?;
     let blocks = tiles
-        .div_ceil(groups(pair) as usize)
         .saturating_mul(mats)
         .saturating_mul(row_split as usize);
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(blocks)?, 1, 1),
-        block_dim: (32 * warps * groups(pair), 1, 1),
+        block_dim: (32 * warps, 1, 1),
         shared_mem_bytes: smem as u32,
     };
     let int = |x: usize| -> Result<i32, QrError> {
@@ -341,9 +309,8 @@ pub(crate) fn launch(
     // A2 and (when not 0) one mark per matrix of the launch in oflow, and
     // reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
     // Staged, its dynamic shared memory is `stage_bytes` of these warps,
-    // this depth, these rows and this ring and pair choice, within the
-    // limit just raised; with pairs the grid is one block per two tiles
-    // (rounded up) of each matrix, as the kernel numbers them. With a row split the grid is `row_split` blocks per tile,
+    // this depth, these rows and this ring choice, within the limit just
+    // raised. With a row split the grid is `row_split` blocks per tile,
     // consecutive, and the kernel's compile-time cluster size is
     // `row_split`, so a cluster is one tile and divides the grid.
     unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;
@@ -357,7 +324,7 @@ mod tests {
     #[test]
     fn l2_hints_only_ride_on_a_ring() {
         let hint = |stage, ring, hints| {
-            defines(true, false, 4, stage, ring, 1, true, hints, false, false)
+            defines(true, false, 4, stage, ring, 1, true, hints, false)
                 .into_iter()
                 .find(|(k, _)| k == "TC_L2HINT")
                 .map(|(_, v)| v)
@@ -370,32 +337,11 @@ mod tests {
         assert_eq!(hint(2, false, 2).as_deref(), Some("0"));
         // Every define the source requires is given, in its order (the
         // module cache refuses any other list).
-        let given: Vec<String> = defines(true, false, 8, 2, true, 1, false, 0, false, true)
+        let given: Vec<String> = defines(true, false, 8, 2, true, 1, false, 0, true)
             .into_iter()
             .map(|(k, _)| k)
             .collect();
         assert_eq!(given, SOURCE.defines);
-    }
-
-    #[test]
-    fn pairs_only_with_a_ring_and_no_row_split() {
-        let get = |stage, ring, split, warps, key: &str| {
-            defines(true, false, warps, stage, ring, split, true, 0, true, false)
-                .into_iter()
-                .find(|(k, _)| k == key)
-                .map(|(_, v)| v)
-                .unwrap()
-        };
-        assert_eq!(get(2, true, 1, 4, "TC_PAIR"), "1");
-        // Two groups of 4 warps: half the blocks per SM of 4-warp blocks.
-        assert_eq!(get(2, true, 1, 4, "TC_MIN_BLOCKS"), "2");
-        assert_eq!(get(2, true, 1, 8, "TC_MIN_BLOCKS"), "1");
-        assert_eq!(get(0, true, 1, 4, "TC_PAIR"), "0");
-        assert_eq!(get(2, false, 1, 4, "TC_PAIR"), "0");
-        assert_eq!(get(2, true, 8, 4, "TC_PAIR"), "0");
-        // The ring of a pair: depth + 1 slots of three slabs per warp.
-        assert_eq!(stage_bytes(4, 2, 512, true, true), 3 * 4 * 3 * 2048);
-        assert_eq!(stage_bytes(4, 2, 512, true, false), 2 * 4 * 2 * 2048);
     }
 
     #[test]

@@ -95,12 +95,6 @@
 #if TC_REVERSE && !TC_STAGE
 #error "TC_REVERSE needs TC_STAGE"
 #endif
-#ifndef TC_PAIR
-#error "TC_PAIR (1: a block of two warp groups takes two neighbouring tiles of one matrix and stages V once for both) must be defined by the plan"
-#endif
-#if TC_PAIR && !(TC_STAGE && TC_RING && TC_ROWSPLIT == 1)
-#error "TC_PAIR needs TC_STAGE, TC_RING and no row split"
-#endif
 #if TC_ROWSPLIT != 1 && TC_ROWSPLIT != 2 && TC_ROWSPLIT != 4 && TC_ROWSPLIT != 8
 #error "TC_ROWSPLIT is 1, 2, 4 or 8"
 #endif
@@ -112,8 +106,6 @@
 
 #define TC_NB 32                     // panel width: V columns, T order
 #define TC_THREADS (TC_WARPS * 32)
-#define TC_GROUPS (TC_PAIR ? 2 : 1)        // warp groups (tiles) per block
-#define TC_BLOCK (TC_THREADS * TC_GROUPS)  // threads per block
 #define TC_NQ (TC_BN / 32)           // 32-column chunks of a tile
 #define TC_NTW (TC_BN / 8)           // n8-tiles of W per warp
 #define TC_WN (TC_BN / 32)           // column groups of the update
@@ -295,7 +287,7 @@ __device__ __forceinline__ unsigned long long tc_policy_evict_last() {
 #endif
 }
 
-// `hint` (uniform over the block; with TC_PAIR over the warp group): the
+// `hint` (uniform over the block): the
 // store's lines leave L2 first (TC_L2HINT); the kernel sets it for all
 // tiles but the launch's first, whose columns the chain reads next.
 template <bool edge>
@@ -433,8 +425,7 @@ __device__ __forceinline__ void tc_load_tile(tc_tile& tl, const float* __restric
 // index: recomputed where it is needed rather than held in a register
 // through the loops.
 __device__ __forceinline__ int tc_matrix(int ntrail) {
-    return (int)(blockIdx.x / TC_ROWSPLIT) /
-           (((ntrail + TC_BN - 1) / TC_BN + TC_GROUPS - 1) / TC_GROUPS);
+    return (int)(blockIdx.x / TC_ROWSPLIT) / ((ntrail + TC_BN - 1) / TC_BN);
 }
 
 // A2_tile -= V_tile W2 (this warp's 32 columns), stored. `check` (uniform
@@ -575,26 +566,6 @@ __device__ __forceinline__ void tc_cp_wait_ahead() {
 #endif
 }
 
-// Orders a ring's copies before its readers: the warp alone, or with
-// TC_PAIR the pair of warps `warp` of both groups (named barrier 1 + warp,
-// 64 threads), each having waited for its own copies.
-__device__ __forceinline__ void tc_ring_sync(int warp) {
-#if TC_PAIR
-    // A run-time barrier id makes ptxas reserve all 16 of the block's
-    // barriers; the occupancy rule (two per resident block of the SM's 32)
-    // still allows 4 blocks per SM, twice what the registers allow. Immediate
-    // ids behind a switch or predicates cost 72 bytes of spills (NVRTC 13.5).
-#ifdef CUDASIM
-    sim_bar_sync(1 + warp, 64);
-#else
-    asm volatile("bar.sync %0, 64;" ::"r"(1 + warp) : "memory");
-#endif
-#else
-    (void)warp;
-    __syncwarp();
-#endif
-}
-
 // One thread's share of staging a warp's 16-row slabs: unit u = lane % 8 of
 // rows rr = lane / 8 + 4i (i = 0..3). rr % 4 does not depend on i, nor
 // does the swizzled unit, so the four copies lie 512 bytes apart in shared
@@ -634,39 +605,12 @@ __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __r
 // moves the stager a slab (`step` rows) down. `vm` and `as` (the matrix's
 // V and A2) are the source address of the copies of rows past nrow, which
 // read nothing.
-// With TC_PAIR the two warps of a pair (same rows, neighbouring tiles)
-// share the V slab: warp group `grp` copies its rows 4i + rr with i / 2 ==
-// grp (half of them), each its own A2.
 template <int step, int apol = 0, int dir = 1>
 __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool a_too,
-                                         const float* vm, const float* as, int grp = 0) {
+                                         const float* vm, const float* as) {
     static_assert(step % 4 == 0, "a slab step is whole groups of a thread's four rows");
     const unsigned vd = st.dst + 4 * voff, ad = st.dst + 4 * aoff;
     const int vbytes = st.bytes & 31, abytes = st.bytes >> 5;
-#if TC_PAIR
-    // This group's V rows: 2 grp and 2 grp + 1 of the four.
-    const unsigned vdg = vd + 1024 * grp;
-    const float* vsg = st.vsrc + 8 * TC_NB * grp;
-    if (st.rows > 12) {  // all four rows exist: every slab but the last
-#pragma unroll
-        for (int j = 0; j < 2; ++j) tc_cp16(vdg + 512 * j, vsg + 4 * TC_NB * j, vbytes);
-#pragma unroll
-        for (int i = 0; i < 4; ++i) tc_cp16_a<apol>(ad + 512 * i, st.asrc + i * st.lda4, abytes);
-    } else {
-#pragma unroll
-        for (int j = 0; j < 2; ++j) {
-            const bool in = 4 * (2 * grp + j) < st.rows;
-            tc_cp16(vdg + 512 * j, in ? vsg + 4 * TC_NB * j : vm, in ? vbytes : 0);
-        }
-#pragma unroll
-        for (int i = 0; i < 4; ++i) {
-            const bool in = 4 * i < st.rows;
-            tc_cp16_a<apol>(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? abytes : 0);
-        }
-    }
-    (void)a_too;  // TC_PAIR needs TC_RING: A2 always comes through the ring
-#else
-    (void)grp;
     if (st.rows > 12) {  // all four rows exist: every slab but the last
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
@@ -682,7 +626,6 @@ __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool
                 tc_cp16_a<apol>(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? abytes : 0);
         }
     }
-#endif
     st.vsrc += dir * step * TC_NB;
     st.asrc += dir * (step / 4) * st.lda4;
     st.rows -= dir * step;
@@ -723,7 +666,7 @@ __device__ __forceinline__ void tc_tile_from_smem(tc_tile& tl, const float* ring
 }
 #endif
 
-extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BLOCKS)
+extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_BLOCKS)
     // In place, src == a: restrict still holds in effect, as every element is
     // read (via src) before this thread writes it (via a) and never after.
     trailing_tc_apply_f32(float* __restrict__ a, const float* __restrict__ src, long long a_stride,
@@ -733,29 +676,14 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
                           int ntrail, int w, const int* __restrict__ zcol, int panel_col,
                           int trail_col, int* __restrict__ oflow) {
     // Partial sums of W in mma-fragment order, later W2 (row stride TC_LDW).
-#if TC_PAIR
-    // One set per warp group (tile).
-    __shared__ float s_part_g[TC_GROUPS][(TC_WARPS / 2) * TC_NB * TC_BN];
-    __shared__ float s_w_g[TC_GROUPS][TC_NB * TC_LDW];
-#else
     __shared__ float s_part[(TC_WARPS / 2) * TC_NB * TC_BN];
     __shared__ float s_w[TC_NB * TC_LDW];
-#endif
     // T's used triangle, zeros elsewhere, laid out for step 2: entry (r, c)
     // with c = cw + TC_WARPS j at [r][cw][j], so that warp cw reads its
     // TC_TC values of row r as 16-byte broadcasts.
     __shared__ __attribute__((aligned(16))) float s_t[TC_NB * TC_NB];
 
-#if TC_PAIR
-    // Warp `warp` of group `grp`: the group's tile is the pair's grp-th.
-    const int tid = threadIdx.x, lane = tid & 31, warp = (tid >> 5) % TC_WARPS;
-    const int grp = (tid >> 5) / TC_WARPS;
-    float* s_part = s_part_g[grp];
-    float* s_w = s_w_g[grp];
-#else
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    constexpr int grp = 0;
-#endif
     const int g = lane >> 2, tq = lane & 3;
     const int tiles = (ntrail + TC_BN - 1) / TC_BN;
 #if TC_ROWSPLIT > 1
@@ -770,45 +698,21 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     const unsigned tb = blockIdx.x;
     const int nrow = nrow_all;
 #endif
-#if TC_PAIR
-    // Pairs of neighbouring tiles: the last pair of an odd count has no
-    // second tile, so its second group only helps stage V (ncols <= 0).
-    const int pairs = (tiles + 1) / 2;
-    const int mat = tb / pairs;
-    const int pcol0 = (tb - mat * pairs) * 2 * TC_BN;  // the pair's first tile
-    const int col0 = pcol0 + grp * TC_BN;
-#else
     const int mat = tb / tiles;
     const int col0 = (tb - mat * tiles) * TC_BN;
-    const int pcol0 = col0;
-#endif
-#if TC_PAIR
-    int ncols = ntrail - col0;  // columns of this tile that exist (may exceed TC_BN)
-#else
     const int ncols = ntrail - col0;  // columns of this tile that exist (may exceed TC_BN)
-#endif
 
     // In place, columns at or right of zcol[mat] are zero in every row and
     // stay so: a zero panel (W2 = 0) or a zero tile leaves the tile as it
     // is. Out of place this pass also copies, so it always runs. The check
     // waits until T's loads are in flight too, so the two latencies overlap.
     const int z = a == src ? zcol[mat] : 0x7fffffff;
-#if TC_PAIR
-    // A group whose tile lies at or right of zcol (the pair's first does
-    // not: then the whole block returns below) or past the last column
-    // only stages its half of V: no columns, its pointers at the pair's
-    // first tile so that every address stays inside the matrix.
-    if (trail_col + col0 >= z) ncols = 0;
-    const int colp = ncols > 0 ? col0 : pcol0;
-#else
-    const int colp = col0;
-#endif
     const bool full = ncols >= TC_BN;
-    float* at = a + mat * a_stride + colp;
+    float* at = a + mat * a_stride + col0;
     // Read side: A2 itself, or (the first panel of an out-of-place
     // factorization) the caller's input at the same offsets, so that the copy
     // into H rides on this pass.
-    const float* as = src + mat * a_stride + colp;
+    const float* as = src + mat * a_stride + col0;
     const float* vm = v + mat * v_stride;
 #if TC_ROWSPLIT > 1
     // This block's rows are the tile's from row0 on.
@@ -819,7 +723,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     const float* tm = t + mat * t_stride;
 
     // T's used triangle (r <= c < w); read in step 2, after two barriers.
-    for (int e = tid; e < TC_NB * TC_NB; e += TC_BLOCK) {
+    for (int e = tid; e < TC_NB * TC_NB; e += TC_THREADS) {
         const int r = e >> 5, c = e & 31;
         s_t[(r * TC_WARPS + c % TC_WARPS) * TC_TC + c / TC_WARPS] =
             (r <= c && c < w) ? tm[e] : 0.0f;
@@ -827,7 +731,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     // The whole block (with TC_ROWSPLIT, the whole cluster: the test is the
     // same in every block of a tile, so no block waits at a cluster barrier
     // for one that left).
-    if (panel_col >= z || trail_col + pcol0 >= z) return;
+    if (panel_col >= z || trail_col + col0 >= z) return;
 
     // ---- 1. W = V^T A2: warp `warp` takes 16-row slabs warp, warp + WARPS, ...
     // The mma's float32 accumulation is not IEEE round-to-nearest: its error
@@ -868,21 +772,15 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     // resident.
     extern __shared__ __attribute__((aligned(16))) float tc_dyn[];
     constexpr int kSlab = 16 * 32;
-    // With TC_PAIR a ring serves warp `warp` of both groups: a slot holds
-    // the shared V slab and each group's A2 slab, and the ring has one slot
-    // more than the pipeline's depth, so that a slot is rewritten two slabs
-    // after its last read; the one pair barrier per slab (tc_ring_sync),
-    // which both warps pass after reading the slab before, then orders
-    // every rewrite after the partner's reads.
-    constexpr int kSlots = TC_STAGE + TC_PAIR;
-    constexpr int kSlot = (TC_RING ? 2 + TC_PAIR : 1) * kSlab;
+    constexpr int kSlots = TC_STAGE;
+    constexpr int kSlot = (TC_RING ? 2 : 1) * kSlab;
     // Float offsets in tc_dyn of the warp's ring and of the resident tile.
     const int ring_off = warp * (kSlots * kSlot), sa_off = TC_WARPS * (kSlots * kSlot);
     float* ring = tc_dyn + ring_off;
     float* sa = tc_dyn + sa_off;
     // Where slot q's A2 slab of rows r0.. lives (offset, pointer).
     auto a_off = [&](int q, int r0) {
-        return TC_RING ? ring_off + q * kSlot + (1 + grp) * kSlab : sa_off + r0 * 32;
+        return TC_RING ? ring_off + q * kSlot + kSlab : sa_off + r0 * 32;
     };
     auto a_at = [&](int q, int r0) { return tc_dyn + a_off(q, r0); };
     const unsigned dyn = tc_smem_u32(tc_dyn);
@@ -892,20 +790,19 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
             tc_stage<kRowStep, kFirstRead>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kRowStep), true,
-                               vm, as, grp);
+                               vm, as);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int r0 = warp * 16 + k * kRowStep, ahead = k + TC_STAGE - 1;
         const int qa = ahead % kSlots, qk = k % kSlots;
-        // Slot qa was last read at slab k - 1, before its __syncwarp (with
-        // TC_PAIR at slab k - 2, before both warps' pair barrier of k - 1).
+        // Slot qa was last read at slab k - 1, before its __syncwarp.
         if (ahead < nslab)
             tc_stage<kRowStep, kFirstRead>(st, ring_off + qa * kSlot,
-                               a_off(qa, warp * 16 + ahead * kRowStep), true, vm, as, grp);
+                               a_off(qa, warp * 16 + ahead * kRowStep), true, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
-        tc_ring_sync(warp);
+        __syncwarp();  // every lane's copies of slab k before any lane reads them
         tc_slab cur;
         tc_slab_from_smem(cur, ring + qk * kSlot, a_at(qk, r0), g, tq);
         __syncwarp();
@@ -1006,7 +903,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     // (the same bits in every block) into s_part, free since the barrier
     // above; W2 then goes to s_w once no block reads it any more.
     cluster_barrier();
-    for (int e = tid; e < TC_NB * TC_BN; e += TC_BLOCK) {
+    for (int e = tid; e < TC_NB * TC_BN; e += TC_THREADS) {
         const int idx = (e / TC_BN) * TC_LDW + e % TC_BN;
         float x[TC_ROWSPLIT];
 #pragma unroll
@@ -1108,7 +1005,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
             tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + k * kSlot, a_off(k, slab_row(k)),
-                                TC_RING, vm, as, grp);
+                                TC_RING, vm, as);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
@@ -1116,10 +1013,10 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_BLOCK, TC_MIN_BL
         const int qa = ahead % kSlots, qk = k % kSlots;
         if (ahead < nslab)
             tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + qa * kSlot,
-                                a_off(qa, slab_row(ahead)), TC_RING, vm, as, grp);
+                                a_off(qa, slab_row(ahead)), TC_RING, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();
-        tc_ring_sync(warp);
+        __syncwarp();  // every lane's copies of slab k before any lane reads them
         tc_tile tl;
         tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk, i0), g, tq);
         __syncwarp();
