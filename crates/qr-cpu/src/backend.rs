@@ -144,33 +144,14 @@ impl Backend for CpuBackend {
         let n = shape.n();
         let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);
         let (batch_parallel, par) = self.split(shape.batch());
-        if batch_parallel {
-            f.h()
-                .par_chunks_exact(n * n)
-                .zip(f.tau().par_chunks_exact(n))
-                .zip(q.par_chunks_exact_mut(n * n))
-                .zip(info.par_iter_mut())
-                .try_for_each_init(
-                    || QWorkspace::for_orgqr(n, qt),
-                    |ws, (((h, tau), q), info)| {
-                        let ws = ws.as_mut().map_err(|e| e.clone())?;
-                        *info = orgqr_matrix(n, h, tau, q, qt, ws, par, par_min);
-                        Ok(())
-                    },
-                )
-        } else {
-            let mut ws = QWorkspace::for_orgqr(n, qt)?;
-            for (((h, tau), q), info) in f
-                .h()
-                .chunks_exact(n * n)
-                .zip(f.tau().chunks_exact(n))
-                .zip(q.chunks_exact_mut(n * n))
-                .zip(info.iter_mut())
-            {
-                *info = orgqr_matrix(n, h, tau, q, qt, &mut ws, par, par_min);
-            }
-            Ok(())
-        }
+        per_matrix(
+            f,
+            (q, n * n),
+            info,
+            batch_parallel,
+            || QWorkspace::for_orgqr(n, qt),
+            |ws, h, tau, q| orgqr_matrix(n, h, tau, q, qt, ws, par, par_min),
+        )
     }
 
     fn ormqr_into(
@@ -201,33 +182,54 @@ impl Backend for CpuBackend {
         }
         let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);
         let (batch_parallel, par) = self.split(shape.batch());
-        if batch_parallel {
-            f.h()
-                .par_chunks_exact(n * n)
-                .zip(f.tau().par_chunks_exact(n))
-                .zip(c.par_chunks_exact_mut(n * k))
-                .zip(info.par_iter_mut())
-                .try_for_each_init(
-                    || ormqr_workspace(n, op, k, qt),
-                    |ws, (((h, tau), c), info)| {
-                        let ws = ws.as_mut().map_err(|e| e.clone())?;
-                        *info = ormqr_matrix(n, h, tau, op, k, c, qt, ws, par, par_min);
-                        Ok(())
-                    },
-                )
-        } else {
-            let mut ws = ormqr_workspace(n, op, k, qt)?;
-            for (((h, tau), c), info) in f
-                .h()
-                .chunks_exact(n * n)
-                .zip(f.tau().chunks_exact(n))
-                .zip(c.chunks_exact_mut(n * k))
-                .zip(info.iter_mut())
-            {
-                *info = ormqr_matrix(n, h, tau, op, k, c, qt, &mut ws, par, par_min);
-            }
-            Ok(())
+        per_matrix(
+            f,
+            (c, n * k),
+            info,
+            batch_parallel,
+            || ormqr_workspace(n, op, k, qt),
+            |ws, h, tau, c| ormqr_matrix(n, h, tau, op, k, c, qt, ws, par, par_min),
+        )
+    }
+}
+
+/// Runs `work(workspace, h_b, tau_b, out_b)` for every matrix of `f`, its
+/// output the `len` floats of `out` at `b * len` and its status `info[b]`:
+/// one matrix per task across the pool with a workspace per worker when
+/// `batch_parallel`, else in order with one workspace. A workspace that
+/// cannot be allocated is the error.
+fn per_matrix<W: Send>(
+    f: Reflectors<'_>,
+    (out, len): (&mut [f32], usize),
+    info: &mut [Info],
+    batch_parallel: bool,
+    workspace: impl Fn() -> Result<W, QrError> + Send + Sync,
+    work: impl Fn(&mut W, &[f32], &[f32], &mut [f32]) -> Info + Send + Sync,
+) -> Result<(), QrError> {
+    let n = f.shape().n();
+    if batch_parallel {
+        f.h()
+            .par_chunks_exact(n * n)
+            .zip(f.tau().par_chunks_exact(n))
+            .zip(out.par_chunks_exact_mut(len))
+            .zip(info.par_iter_mut())
+            .try_for_each_init(&workspace, |ws, (((h, tau), o), info)| {
+                let ws = ws.as_mut().map_err(|e| e.clone())?;
+                *info = work(ws, h, tau, o);
+                Ok(())
+            })
+    } else {
+        let mut ws = workspace()?;
+        for (((h, tau), o), info) in f
+            .h()
+            .chunks_exact(n * n)
+            .zip(f.tau().chunks_exact(n))
+            .zip(out.chunks_exact_mut(len))
+            .zip(info.iter_mut())
+        {
+            *info = work(&mut ws, h, tau, o);
         }
+        Ok(())
     }
 }
 
