@@ -50,9 +50,11 @@ pub trait Backend: Send + Sync {
     /// in place, as LAPACK `sormqr`: `c` holds `batch` matrices of `n x k`
     /// ([`Side::Left`](crate::Side::Left)) or `k x n`
     /// ([`Side::Right`](crate::Side::Right)), row-major; `k = 0` is an empty
-    /// product. `info` as for [`Backend::orgqr_into`]; a matrix whose result
-    /// is not computed is NaN in `c`. A NaN in `c` itself is not an `info`:
-    /// it stays in that matrix's product, as in LAPACK.
+    /// product. `info` as for [`Backend::orgqr_into`], with
+    /// [`Info::OVERFLOW`] only where a finite `C` gives a non-finite product;
+    /// a matrix whose result is not computed is NaN in `c`. A NaN in `c`
+    /// itself is not an `info`: it stays in that matrix's product, as in
+    /// LAPACK.
     fn ormqr_into(
         &self,
         f: Reflectors<'_>,
