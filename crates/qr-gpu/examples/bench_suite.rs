@@ -130,10 +130,6 @@ const FEW_CASES: [&str; 6] = [
 /// Sets one on/off switch of a tuning.
 type SetSwitch = fn(&mut Tuning, bool);
 
-/// A switch of the update's memory traffic: label, setter, and the (on,
-/// L2 hints) pairs it is swept at.
-type MemorySwitch = (&'static str, SetSwitch, &'static [(bool, u32)]);
-
 /// One sweep row: case, knob label, forced strategy, tuning.
 type Variant = (&'static str, String, Option<Strategy>, Tuning);
 
@@ -375,44 +371,21 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // The register panel's warp sums through shared memory and its loop's
-    // steps per iteration (session 18), the plain panel first.
-    for (smem_sum, unroll) in [(false, 2u32), (true, 2), (true, 4), (true, 8), (false, 4)] {
+    // The update's reversed pass, crossed with the L2 eviction hints
+    // (`tensor_l2_hints`) it may interact with.
+    for (reverse, hints) in [(false, 0u32), (false, 1), (false, 2), (true, 0), (true, 1)] {
         let t = Tuning {
-            reg_panel_smem_sum: smem_sum,
-            reg_panel_unroll: unroll,
+            tensor_update_reverse: reverse,
+            tensor_l2_hints: hints,
             ..base.clone()
         };
         add(
             &mut variants,
             &DENSE_CASES[2..],
-            format!("register panel smem sum {smem_sum} unroll {unroll}"),
+            format!("tensor update reverse {reverse} hints {hints}"),
             None,
             &t,
         );
-    }
-    // The update's memory-traffic switches (session 18), each crossed with
-    // the L2 eviction hints (`tensor_l2_hints`) they may interact with.
-    let memory: [MemorySwitch; 1] = [(
-        "tensor update reverse",
-        |t, on| t.tensor_update_reverse = on,
-        &[(false, 0), (false, 1), (false, 2), (true, 0), (true, 1)],
-    )];
-    for (knob, set, combos) in memory {
-        for &(on, hints) in combos {
-            let mut t = Tuning {
-                tensor_l2_hints: hints,
-                ..base.clone()
-            };
-            set(&mut t, on);
-            add(
-                &mut variants,
-                &DENSE_CASES[2..],
-                format!("{knob} {on} hints {hints}"),
-                None,
-                &t,
-            );
-        }
     }
     for min in [64u32, 128, 256] {
         let t = Tuning {

@@ -296,7 +296,6 @@ pub(crate) fn factor(
                         fold,
                         plan.panel.cluster_one_barrier,
                         plan.panel.reg_halves,
-                        (plan.panel.reg_smem_sum, plan.panel.reg_unroll),
                         prev,
                     )?,
                 }

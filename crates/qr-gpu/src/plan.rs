@@ -175,12 +175,6 @@ pub struct PanelPlan {
     /// The register panel of a block alone holds half the columns of twice
     /// the rows per thread (`Tuning::reg_panel_halves`).
     pub reg_halves: bool,
-    /// The whole-row register panel without the fold sums each warp's
-    /// partials through shared memory (`Tuning::reg_panel_smem_sum`).
-    pub reg_smem_sum: bool,
-    /// Steps per iteration of the whole-row register panel's one-barrier
-    /// loop (`Tuning::reg_panel_unroll`).
-    pub reg_unroll: u32,
 }
 
 /// The strategy and launch parameters chosen for one shape on one device.
@@ -242,8 +236,6 @@ impl Plan {
                         self.panel.fold,
                         self.panel.cluster_one_barrier,
                         self.panel.reg_halves,
-                        self.panel.reg_smem_sum,
-                        self.panel.reg_unroll,
                     ),
                 )
             }
@@ -690,8 +682,6 @@ pub fn plan(
             fused_checks: false,
             tensor_lo_truncate: tuning.tensor_lo_truncate,
             reg_halves: false,
-            reg_smem_sum: tuning.reg_panel_smem_sum,
-            reg_unroll: tuning.reg_panel_unroll,
         },
         graph: false,
         reason,

@@ -392,30 +392,6 @@ pub struct Tuning {
     /// Each tile row is updated on its own: the same bits. Off until
     /// measured: written in session 18, which had no device.
     pub tensor_update_reverse: bool,
-    /// Whole-row register panel without the fold (blocks alone and
-    /// clusters meeting once per reflector): each warp sums its lanes' 32
-    /// partials per column through shared memory (every lane stores its row
-    /// of partials, lane c adds column c pairwise: 8 16-byte stores, 32
-    /// loads, 31 adds) instead of the transposing butterfly (31 shuffles,
-    /// 62 selects, 31 adds), with `threads * 144` bytes of dynamic shared
-    /// memory. Why: at 640 x 512 the panel issues about 450 instructions a
-    /// reflector per warp and is issue-bound at its occupancy (43% of issue
-    /// slots, session 15's ncu); the butterfly was a quarter of them. Hot
-    /// loop, two steps, cold path left out (NVRTC 13.5): 256 threads x 2
-    /// rows 901 -> 784 instructions, 384 x 1 712 -> 602, 512 x 2 933 -> 816,
-    /// no spills. The sums run in another order (pairwise over the 32 lanes
-    /// instead of the butterfly's), so the bits change. Off until measured:
-    /// written in session 18, which had no device.
-    pub reg_panel_smem_sum: bool,
-    /// Steps per iteration of the whole-row register panel's one-barrier
-    /// loop (2, 4 or 8). The registers rotate one slot per step; within an
-    /// iteration that is a renaming, and the back edge moves them all back.
-    /// Hot loop per step, cold path left out (NVRTC 13.5, 256 threads x 2
-    /// rows): 450 / 438 / 416 instructions at 2 / 4 / 8, and 392 / 379 /
-    /// 360 with `reg_panel_smem_sum` (8 then spills 4 bytes), against a
-    /// loop body up to four times longer. 2 (session 15's measured choice
-    /// against 1); 4 and 8 written in session 18, not yet run.
-    pub reg_panel_unroll: u32,
 }
 
 impl Default for Tuning {
@@ -476,8 +452,6 @@ impl Default for Tuning {
             tensor_l2_hints: 0,
             tensor_l2_hints_min_l2: 2,
             tensor_update_reverse: false,
-            reg_panel_smem_sum: false,
-            reg_panel_unroll: 2,
         }
     }
 }

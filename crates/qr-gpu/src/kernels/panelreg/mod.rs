@@ -23,33 +23,8 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PREG_FOLD",
         "PREG_ONEBAR",
         "PREG_HALVES",
-        "PREG_SMEM_SUM",
-        "PREG_UNROLL",
     ],
 };
-
-/// Whether a launch of these parameters sums a warp's partials through
-/// shared memory (`PREG_SMEM_SUM`): asked for, in the one-barrier loops
-/// (a block alone, or a cluster meeting once per reflector) of the
-/// whole-row kernel (not the halves one) without the fold (both take the
-/// dynamic shared memory).
-pub(crate) fn smem_sum(
-    smem_sum: bool,
-    threads: u32,
-    cluster: u32,
-    (fold, one_barrier, halves): (bool, bool, bool),
-) -> bool {
-    smem_sum
-        && (cluster == 0 || one_barrier)
-        && !self::halves(halves, threads, cluster, fold)
-        && !(fold && cluster == 0)
-}
-
-/// Dynamic shared memory of the shared-memory sums (`PREG_SMEM_SUM`): per
-/// warp, 32 rows of `PREG_SC_LD` (36) floats.
-pub(crate) fn smem_sum_bytes(threads: u32) -> usize {
-    (threads as usize / 32) * 32 * 36 * std::mem::size_of::<f32>()
-}
 
 /// Whether a launch of these parameters runs the halves kernel
 /// (`PREG_HALVES`: each thread holds half the columns of twice the rows):
@@ -62,11 +37,7 @@ pub(crate) fn halves(halves: bool, threads: u32, cluster: u32, fold: bool) -> bo
 /// each, `cluster` blocks per matrix (0: one block, no cluster), with the
 /// fold compiled in when `fold` (a block alone only), a cluster meeting
 /// once per reflector when `one_barrier` (clusters only), the halves
-/// kernel where `halves` says so (twice the rows of 16 columns each) and
-/// the warps' sums through shared memory where `smem_sum` says so
-/// (`smem_sum`), and `unroll` steps per iteration of the whole-row
-/// one-barrier loop (2, 4 or 8; anything else is 2).
-#[allow(clippy::too_many_arguments)]
+/// kernel where `halves` says so (twice the rows of 16 columns each).
 pub(crate) fn defines(
     threads: u32,
     rows_per_thread: u32,
@@ -74,11 +45,7 @@ pub(crate) fn defines(
     fold: bool,
     one_barrier: bool,
     halves: bool,
-    smem_sum: bool,
-    unroll: u32,
 ) -> Vec<(String, String)> {
-    let unroll = if matches!(unroll, 4 | 8) { unroll } else { 2 };
-    let smem_sum = self::smem_sum(smem_sum, threads, cluster, (fold, one_barrier, halves));
     let halves = self::halves(halves, threads, cluster, fold);
     let rpt = if halves {
         2 * rows_per_thread
@@ -98,8 +65,6 @@ pub(crate) fn defines(
             u8::from(one_barrier && cluster > 0).to_string(),
         ),
         ("PREG_HALVES".to_string(), u8::from(halves).to_string()),
-        ("PREG_SMEM_SUM".to_string(), u8::from(smem_sum).to_string()),
-        ("PREG_UNROLL".to_string(), unroll.to_string()),
     ]
 }
 
@@ -153,9 +118,7 @@ pub(crate) fn threads_for_rows(
 /// buffers), the previous panel's reflectors are applied to these columns
 /// first. A cluster meets once per reflector when `one_barrier`. With
 /// `halves` a block alone runs the halves kernel (`PREG_HALVES`), the same
-/// rows per block; with `smem_sum` the whole-row kernel without the fold
-/// sums its warps' partials through shared memory (`PREG_SMEM_SUM`); its
-/// one-barrier loop takes `unroll` steps per iteration (`PREG_UNROLL`).
+/// rows per block.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -173,7 +136,6 @@ pub(crate) fn launch(
     fold: bool,
     one_barrier: bool,
     halves: bool,
-    (smem_sum, unroll): (bool, u32),
     prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
@@ -191,23 +153,12 @@ pub(crate) fn launch(
     let fold = fold && cluster == 0 && threads % 64 == 0;
     let f = engine.function(
         &SOURCE,
-        &defines(
-            threads,
-            rows_per_thread,
-            cluster,
-            fold,
-            one_barrier,
-            halves,
-            smem_sum,
-            unroll,
-        ),
+        &defines(threads, rows_per_thread, cluster, fold, one_barrier, halves),
         FACTOR,
     )?;
     let prev = fold_source(fold, p, prev);
     let bytes = if prev.is_some() {
         fold_bytes(threads, chunk)
-    } else if self::smem_sum(smem_sum, threads, cluster, (fold, one_barrier, halves)) {
-        smem_sum_bytes(threads)
     } else {
         0
     };
@@ -225,11 +176,10 @@ pub(crate) fn launch(
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
     // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers
     // of v's and t's sizes, and the dynamic shared memory holds the fold's
-    // rows and scratch as qr_fold_apply expects, or the warps' sum scratch
-    // as preg_smem_sum expects); blocks (g, b) touch only matrix mat0 + b,
-    // which lies in the batch (mats is at most the grid's y limit, as the
-    // caller splits launches), and each chunk fits its block (checked
-    // above). The kernel's compile-time cluster size equals the grid's x
+    // rows and scratch as qr_fold_apply expects); blocks (g, b) touch only
+    // matrix mat0 + b, which lies in the batch (mats is at most the grid's
+    // y limit, as the caller splits launches), and each chunk fits its
+    // block (checked above). The kernel's compile-time cluster size equals the grid's x
     // extent, so a cluster is one matrix.
     unsafe { launch_panel(stream, &f, FACTOR, &shape, buf, prev) }
 }
@@ -315,23 +265,17 @@ mod tests {
     use super::*;
 
     #[test]
-    fn smem_sums_only_in_the_whole_row_kernel_without_the_fold() {
-        let get = |threads, cluster, fold, halves| {
-            let d = defines(threads, 2, cluster, fold, cluster != 8, halves, true, 4);
+    fn defines_are_the_sources_in_its_order() {
+        for (cluster, fold, halves) in [
+            (0, false, false),
+            (0, true, false),
+            (0, false, true),
+            (4, false, false),
+        ] {
+            let d = defines(256, 2, cluster, fold, cluster > 0, halves);
             let names: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
             assert_eq!(names, SOURCE.defines);
-            d.into_iter().find(|(k, _)| k == "PREG_SMEM_SUM").unwrap().1
-        };
-        assert_eq!(get(256, 0, false, false), "1");
-        // A cluster meeting twice per reflector keeps the butterfly.
-        assert_eq!(get(256, 8, false, false), "0");
-        assert_eq!(get(256, 2, false, false), "1");
-        // The fold (a block alone) and the halves kernel keep the butterfly.
-        assert_eq!(get(256, 0, true, false), "0");
-        assert_eq!(get(256, 0, false, true), "0");
-        // A cluster never folds, so the switch holds there.
-        assert_eq!(get(256, 4, true, false), "1");
-        assert_eq!(smem_sum_bytes(256), 8 * 32 * 36 * 4);
+        }
     }
 
     #[test]

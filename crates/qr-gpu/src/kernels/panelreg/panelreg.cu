@@ -39,10 +39,7 @@
 //
 // With PREG_HALVES (a block alone), each thread holds 16 columns of
 // PREG_RPT rows instead (the kernel at the end of this file): the same
-// one-barrier loop with half-warp butterflies. With PREG_SMEM_SUM the
-// whole-row kernel's one-barrier loops sum each warp's partials through a
-// per-warp scratch in the dynamic shared memory (preg_smem_sum) instead of
-// the butterfly; the launch gives PREG_THREADS * 144 bytes.
+// one-barrier loop with half-warp butterflies.
 //
 // The planner keeps ceil((n - p) / chunks) <= PREG_THREADS * PREG_RPT
 // (PREG_THREADS / 2 * PREG_RPT with PREG_HALVES).
@@ -64,18 +61,6 @@
 #endif
 #if PREG_ONEBAR && PREG_CLUSTER == 0
 #error "PREG_ONEBAR is for clusters (a block alone always meets once per reflector)"
-#endif
-#ifndef PREG_UNROLL
-#error "PREG_UNROLL (steps per iteration of the whole-row one-barrier loop: 2, 4 or 8) must be defined by the plan"
-#endif
-#if PREG_UNROLL != 2 && PREG_UNROLL != 4 && PREG_UNROLL != 8
-#error "PREG_UNROLL is 2, 4 or 8"
-#endif
-#ifndef PREG_SMEM_SUM
-#error "PREG_SMEM_SUM (1: the one-barrier loops sum a warp's partials through shared memory instead of the transposing butterfly) must be defined by the plan"
-#endif
-#if PREG_SMEM_SUM && (PREG_HALVES || PREG_FOLD)
-#error "PREG_SMEM_SUM is for the whole-row kernel without the fold (both want the dynamic shared memory)"
 #endif
 #ifndef PREG_HALVES
 #error "PREG_HALVES (1: each thread holds half of its rows' columns, a block alone) must be defined by the plan"
@@ -202,33 +187,12 @@ __device__ __forceinline__ void preg_publish(const float (&row)[N], float* dst) 
     }
 }
 
-// Row stride of the warp's scratch of PREG_SMEM_SUM: 16-byte rows whose
-// column reads hit 32 banks (36 r + c covers every bank as c does).
-#define PREG_SC_LD 36
-
-// Lane c gets the warp's sum of v[c] (PREG_SMEM_SUM): every lane stores its
-// 32 partials as a row of the warp's scratch `sc` (32 x PREG_SC_LD floats,
-// dynamic shared memory), then adds column c pairwise. 8 16-byte stores, 32 loads and 31 adds per
-// lane, where preg_transpose_sum takes 31 shuffles, 62 selects and 31 adds.
-// The stores take the 4 wavefronts their 512 bytes need and the column
-// loads one each. The caller orders the scratch's next stores after these
-// loads (the loop's barrier lies between two calls).
-__device__ __forceinline__ float preg_smem_sum(const float (&v)[PREG_NB], int lane, float* sc) {
-    preg_publish(v, sc + lane * PREG_SC_LD);
-    __syncwarp();
-    float x[PREG_NB];
-#pragma unroll
-    for (int q = 0; q < PREG_NB; ++q) x[q] = sc[q * PREG_SC_LD + lane];
-    return pairwise_sum_f32(x);
-}
-
 // Reflector r's sums of the warp (one-barrier loop, slot 0 the pivot
 // column): lane c gets the sum over the warp's rows below r of
 // x * A[., slot c], x = slot 0, in a fixed order. `rb` is the block's first
-// panel row (0 for a block alone). `sc`: the warp's scratch with
-// PREG_SMEM_SUM (preg_smem_sum), else unused.
+// panel row (0 for a block alone).
 __device__ __forceinline__ void preg_dots(const float (&a)[PREG_RPT][PREG_NB], int r, int rb,
-                                          int tid, int rows, int lane, float* out, float* sc) {
+                                          int tid, int rows, int lane, float* out) {
     float part[PREG_NB];
 #pragma unroll
     for (int c = 0; c < PREG_NB; ++c) part[c] = 0.0f;
@@ -239,12 +203,7 @@ __device__ __forceinline__ void preg_dots(const float (&a)[PREG_RPT][PREG_NB], i
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) part[c] = fmaf(x, a[k][c], part[c]);
     }
-#if PREG_SMEM_SUM
-    out[lane] = preg_smem_sum(part, lane, sc);
-#else
-    (void)sc;
     out[lane] = preg_transpose_sum(part, lane);
-#endif
 }
 
 // The cold path's sums of reflector r in double, slot by slot: out[c] (the
@@ -562,14 +521,6 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         __shared__ float redf[2][PREG_WARPS][PREG_NB];
         __shared__ __attribute__((aligned(16))) float rowf[2][PREG_NB];
         __shared__ __attribute__((aligned(16))) float wsh[PREG_WARPS][PREG_NB];
-#if PREG_SMEM_SUM
-        // The warps' scratch lies in the dynamic shared memory (the launch's
-        // PREG_WARPS * 32 * PREG_SC_LD floats): static arrays stop at 48 KiB.
-        extern __shared__ __attribute__((aligned(16))) float psum[];
-        float* const wsc = psum + warp * (PREG_NB * PREG_SC_LD);
-#else
-        float* const wsc = nullptr;
-#endif
 #if PREG_CLUSTER > 0
         // The first panel row of this block; a block alone has 0 as a
         // constant, so its code stays that of the plain loop.
@@ -584,18 +535,19 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #else
         constexpr int rb = 0;
 #endif
-        preg_dots(a, 0, rb, tid, rows, lane, redf[0][warp], wsc);
+        preg_dots(a, 0, rb, tid, rows, lane, redf[0][warp]);
 #if PREG_CLUSTER > 0
         if (owns(0) && tid == 0) preg_publish(a[0], rowf[0]);
 #else
         if (tid == 0) preg_publish(a[0], rowf[0]);
 #endif
-        // PREG_UNROLL steps per iteration: a later step's slots are the
-        // first's renamed, so the registers move (the rotation's moves at
-        // the back edge) once per PREG_UNROLL steps (NVRTC 13.5, 256
-        // threads x 2 rows: 455 instructions a step at 2 against 593 at 1;
-        // 438 at 4 and 416 at 8, 392 / 379 / 360 with PREG_SMEM_SUM).
-#pragma unroll PREG_UNROLL
+        // Two steps per iteration: the second step's slots are the first's
+        // renamed, so the registers move (the rotation's moves at the back
+        // edge) once per two steps (NVRTC 13.5, 256 threads x 2 rows: 455
+        // instructions a step against 593 at one step; 4 and 8 steps, with
+        // fewer instructions, measured no faster on the H100,
+        // docs/PERF.md).
+#pragma unroll 2
         for (int r = 0; r < w; ++r) {
             const int par = r & 1;
             __syncthreads();  // redf[par]: reflector r's sums; rowf[par]: row r
@@ -708,7 +660,7 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
             }
             preg_rotate(a);
             if (r + 1 < w) {
-                preg_dots(a, r + 1, rb, tid, rows, lane, redf[par ^ 1][warp], wsc);
+                preg_dots(a, r + 1, rb, tid, rows, lane, redf[par ^ 1][warp]);
                 // Row r + 1 lies in its thread's first register row.
 #if PREG_CLUSTER > 0
                 if (owns(r + 1) && tid == r + 1 - rb) preg_publish(a[0], rowf[par ^ 1]);
