@@ -60,13 +60,18 @@ def backend() -> str:
     return _native.describe_cpu()
 
 
+def _root(x: Any) -> str:
+    """The top-level module of ``x``'s type (``torch``, ``numpy``...)."""
+    return type(x).__module__.split(".")[0]
+
+
 def _is_torch(x: Any) -> bool:
-    return type(x).__module__.split(".")[0] == "torch"
+    return _root(x) == "torch"
 
 
 def _import_from(x: Any) -> Callable[[Any], Any]:
     """The ``from_dlpack`` of ``x``'s framework (numpy's for unknown ones)."""
-    root = type(x).__module__.split(".")[0]
+    root = _root(x)
     if root in ("torch", "numpy"):
         return sys.modules[root].from_dlpack
     module = sys.modules.get(root)
@@ -89,6 +94,15 @@ def _prepare(x: Any, name: str) -> Any:
                     "grad; call it under torch.no_grad() or pass .detach()"
                 )
             x = x.detach()
+    elif _root(x) == "numpy" and hasattr(x, "dtype"):
+        dtype = x.dtype
+        if dtype.kind not in "biufc":
+            raise TypeError(
+                f"{name}: dtype {dtype} is not supported: qr_rs factors float32 tensors only"
+            )
+        if not dtype.isnative:
+            # DLPack has no byte order: a native copy, same values.
+            x = x.astype(dtype.newbyteorder("="))
     return x
 
 
@@ -97,7 +111,7 @@ def _contiguous(x: Any) -> Any:
     as it is (numpy before 2.1 refuses read-only arrays, for example)."""
     if _is_torch(x):
         return x.detach().contiguous().clone()
-    if type(x).__module__.split(".")[0] == "numpy":
+    if _root(x) == "numpy":
         import numpy
 
         return numpy.array(x, order="C", copy=True)
