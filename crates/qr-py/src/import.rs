@@ -13,7 +13,7 @@ use dlpark::ffi::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType};
 use dlpark::python::{ImportRequest, ImportedDlpack};
 use dlpark::tensor::TensorRef;
 use pyo3::exceptions::{PyBufferError, PyMemoryError, PyNotImplementedError, PyTypeError};
-use pyo3::exceptions::{PyValueError, PyOverflowError};
+use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 
 /// A CPU `f32` tensor copied out of its producer.
@@ -144,14 +144,14 @@ fn element_offsets(shape: &[i64], strides: &[i64]) -> Option<impl Iterator<Item 
 fn check_device(device: DLDevice, name: &str) -> PyResult<()> {
     match device.device_type {
         DLDeviceType::CPU => Ok(()),
-        DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED => Err(PyNotImplementedError::new_err(
-            format!(
+        DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED => {
+            Err(PyNotImplementedError::new_err(format!(
                 "{name}: GPU tensors are not supported by this build of qr_rs yet (got a \
                  tensor on CUDA device {}); move it to the CPU (`.cpu()`), or wait for the \
                  GPU path, which runs on the tensor's own stream",
                 device.device_id
-            ),
-        )),
+            )))
+        }
         other => Err(PyValueError::new_err(format!(
             "{name}: tensors on DLPack device type {} (device {}) are not supported: only \
              CPU tensors are",
@@ -180,7 +180,12 @@ pub fn dtype_name(dtype: DLDataType) -> Cow<'static, str> {
         DLDataTypeCode::BFLOAT => "bfloat",
         DLDataTypeCode::COMPLEX => "complex",
         DLDataTypeCode::BOOL => return Cow::Borrowed("bool"),
-        other => return Cow::Owned(format!("(DLPack type code {}, {} bits)", other.0, dtype.bits)),
+        other => {
+            return Cow::Owned(format!(
+                "(DLPack type code {}, {} bits)",
+                other.0, dtype.bits
+            ));
+        }
     };
     if dtype.lanes == 1 {
         Cow::Owned(format!("{kind}{}", dtype.bits))

@@ -170,11 +170,7 @@ fn geqrf(py: Python<'_>, a: &Bound<'_, PyAny>) -> PyResult<(Array, Array, Array)
 
 /// `orgqr(h, tau) -> (q, info)`.
 #[pyfunction]
-fn orgqr(
-    py: Python<'_>,
-    h: &Bound<'_, PyAny>,
-    tau: &Bound<'_, PyAny>,
-) -> PyResult<(Array, Array)> {
+fn orgqr(py: Python<'_>, h: &Bound<'_, PyAny>, tau: &Bound<'_, PyAny>) -> PyResult<(Array, Array)> {
     let h = import_f32(h, "H")?;
     let s = Square::of(&h, "H")?;
     let tau = import_f32(tau, "tau")?;
