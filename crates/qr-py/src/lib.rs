@@ -80,7 +80,19 @@ impl Square {
         }
         let batch_dims = dims[..r - 2].to_vec();
         let n = dims[r - 1];
-        let batch = batch_dims.iter().product();
+        // An empty tensor may have batch dimensions whose product, taken
+        // before its zero, overflows.
+        let batch = if batch_dims.contains(&0) {
+            Some(0)
+        } else {
+            batch_dims.iter().try_fold(1usize, |p, &d| p.checked_mul(d))
+        };
+        let batch = batch.ok_or_else(|| {
+            PyOverflowError::new_err(format!(
+                "{name}: the batch of shape {} overflows a count",
+                tuple(dims)
+            ))
+        })?;
         let shape = Shape::new(batch, n).map_err(to_py_err)?;
         Ok(Self {
             batch_dims,

@@ -129,3 +129,9 @@ def test_a_result_is_exported_once():
     assert first.shape == (2, 3, 3)
     with pytest.raises(BufferError, match="already"):
         np.from_dlpack(h)
+
+
+def test_empty_tensors_with_huge_batch_dimensions():
+    # Zero elements, whatever the other dimensions: an empty result.
+    q, r, info = qr_rs.qr(np.empty((0, 2**40, 0, 0), F32), return_info=True)
+    assert q.shape == (0, 2**40, 0, 0) and info.shape == (0, 2**40)
