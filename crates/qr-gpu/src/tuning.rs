@@ -1,8 +1,9 @@
-//! Tuning constants of the planner, with their provenance in
-//! `docs/perf/qr-gpu.md` ("Dispatch and tuning constants"; merged into
-//! `docs/PERF.md`), measured by `bench_suite --sweep` on an H200
-//! (docs/perf/runs/s2-run2-sweep.txt). Dispatch reads device capabilities
-//! (SM count, shared memory opt-in, compute capability), never a device name.
+//! Tuning constants of the planner. Each field's section in `docs/PERF.md`
+//! gives its table, device and rule outside the measured range; the tables
+//! themselves are in `docs/history/qr-gpu-sessions.md`, measured by
+//! `bench_suite --sweep` on an H200 unless a comment says otherwise.
+//! Dispatch reads device capabilities (SM count, shared memory opt-in,
+//! compute capability), never a device name.
 
 /// Knobs of the planner, with [`Default`] holding the measured choices; tests
 /// and experiments override fields.
@@ -16,30 +17,28 @@ pub struct Tuning {
     /// one block's shared memory; larger orders take `cluster` (few
     /// matrices) or `blocked`. 160: at batch 40 on the H200 the one-barrier
     /// kernel won at n = 96 to 160 (160: 336.9 vs cluster 345.8 us) and lost
-    /// from 176 on (411.7 vs 392.9 us); docs/perf/qr-gpu.md, table "smem
-    /// crossover, one barrier", session 8.
+    /// from 176 on (411.7 vs 392.9 us); docs/history/qr-gpu-sessions.md, table "smem
+    /// crossover, one barrier".
     pub smem_max_n: usize,
     /// `smem` strategy: the kernel that meets once per column (every
     /// thread forms the reflector from sums the previous column's update
     /// left behind) instead of three times. Table "smem one barrier"
-    /// (docs/perf/qr-gpu.md, session 8).
+    /// (docs/history/qr-gpu-sessions.md).
     pub smem_one_barrier: bool,
     /// `smem` strategy: most rows per thread of the one-barrier kernel that
     /// keeps every column in its threads' registers; orders needing more
     /// take the shared-memory kernels (0: never). 8: on the H200 it won at
     /// n = 32 (4 or 8 rows: 29.9 vs 34.8 us) and lost from 12 rows on
     /// (n = 96: 162.5 vs 149.8 us; 2.1x slower at n = 176), table "smem
-    /// registers" (docs/perf/qr-gpu.md, session 8).
+    /// registers" (docs/history/qr-gpu-sessions.md).
     pub smem_register_max_rows: u32,
     /// `smem` strategy: largest order (at most 32) factored by the kernel
     /// with one warp per matrix, column c in lane c's registers and no block
-    /// barrier (`smem_warp_f32`); 0: never. 0 until measured: written in
-    /// session 19 without a device, checked under the host emulator
-    /// (`tools/cudasim/check_smem.py`: every distribution, orders 1 to 32,
-    /// info codes, the same bits in another thread order) and by NVRTC 13.5
-    /// (128 registers, no spills); the sweep knob `smem warp` measures it
-    /// against the register kernel (20 x 32: 26.7 us in session 17, 0.83 us
-    /// per column).
+    /// barrier (`smem_warp_f32`); 0: never. 0: on the H100 (docs/PERF.md,
+    /// "Unmeasured and losing variants", sweep `smem warp`) it lost at
+    /// 20 x 32 (30.3 against 27.4 us) and won at 20 x 16 (14.3 against
+    /// 16.2) and 20000 x 32 (360 against 1218 us); its GPU test passed. A
+    /// rule by batch size needs more rows of that table.
     pub smem_warp_max_n: usize,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
@@ -74,13 +73,13 @@ pub struct Tuning {
     /// and up, at most one matrix per SM) take `blocked_tall_panel_threads`
     /// and as many rows per thread as that needs, instead of the fold;
     /// shorter folding plans keep the folding shared-memory panel. 2: on
-    /// the H200 (session 15, docs/perf/qr-gpu.md, table "register panel"),
+    /// the H200 (docs/history/qr-gpu-sessions.md, table "register panel"),
     /// shared-memory panel against 1 / 2 rows per thread, us: 640 x 512
     /// 5483.5 / 5848.8 / 5226.4, 60 x 1024 4138.7 / 3943.5 / 3816.7,
     /// 8 x 2048 (cluster) 6650.9 / 6705.8 / 6481.8, 2 x 4096 (cluster)
     /// 16198.8 / 15875.6 / 14341.1, 40 x 352 592.7 / 577.5 / 605.1 (hence
     /// one row per thread for the tall panels), 40 x 176 226.4 / 235.3 /
-    /// 267.3 (hence the fold below them). Session 4's contrary figures were
+    /// 267.3 (hence the fold below them). Earlier contrary figures were
     /// measured with the butterfly's values in local memory.
     pub reg_panel_rows_per_thread: u32,
     /// Largest block of the register-resident panel kernel; taller panels
@@ -91,7 +90,7 @@ pub struct Tuning {
     /// block (a multiple of 64, at most the plan's block; larger batches
     /// and clusters take 64). A block alone on its SM is latency-bound,
     /// and its last panels ran faster on more warps than they have rows
-    /// for. H200, session 15 (docs/perf/qr-gpu.md, table "register panel
+    /// for. H200 (docs/history/qr-gpu-sessions.md, table "register panel
     /// alone min threads", `bench_suite --sweep --only "alone min
     /// threads"`), 64 / 128 / 256, us: 40 x 352 586.6 / 569.1 / 562.2,
     /// 60 x 1024 3845.7 / 3797.1 / 3788.1; the cluster plans, not given
@@ -102,8 +101,8 @@ pub struct Tuning {
     /// (sized like the tall panels) for every order, folding the previous
     /// panel's update of its columns in (`qr_fold_apply`, as the folding
     /// shared-memory panel does) where the fold's shared memory fits. Off:
-    /// within 1% or slower on the H200 (docs/perf/qr-gpu.md, table
-    /// "register panel fold", session 16), off / on: 40 x 176 226.6 /
+    /// within 1% or slower on the H200 (docs/history/qr-gpu-sessions.md, table
+    /// "register panel fold"), off / on: 40 x 176 226.6 /
     /// 240.4 us, 40 x 352 566.7 / 564.4, 40 x 512 959.4 / 969.9.
     pub reg_panel_fold: bool,
     /// `cluster` path on the register panel: the blocks of a matrix meet
@@ -111,8 +110,8 @@ pub struct Tuning {
     /// shared memory with st.async, one mbarrier wait) and every thread
     /// forms the reflector, instead of two block barriers and a cluster
     /// barrier with remote loads around warp 0's reflector. On: faster on
-    /// every cluster shape of the H200 (docs/perf/qr-gpu.md, table
-    /// "register cluster one barrier", session 16), off / on: 2 x 4096
+    /// every cluster shape of the H200 (docs/history/qr-gpu-sessions.md, table
+    /// "register cluster one barrier"), off / on: 2 x 4096
     /// 13796.4 / 12594.9 us, 8 x 2048 6342.8 / 5646.3.
     pub reg_panel_cluster_one_barrier: bool,
     /// Tensor-core update: load the next slab before the current one's mma
@@ -122,26 +121,26 @@ pub struct Tuning {
     /// `cluster` path: the panel's blocks meet by remote stores into every
     /// block's shared memory and mbarrier arrivals, instead of a cluster
     /// barrier and remote loads. On: 4-7% faster on every cluster case of
-    /// the H200 (docs/perf/qr-gpu.md, table "cluster push meet", session 7).
+    /// the H200 (docs/history/qr-gpu-sessions.md, table "cluster push meet").
     pub cluster_push_meet: bool,
     /// `blocked` path, one block per matrix: once a panel's first 16
     /// columns are factored, the shared-memory panel kernel updates two rows
     /// per warp instruction (only columns 16..31 still change) and forms the
     /// Gram entries it no longer sums in one pass at the end. Off: 1-2%
-    /// slower on the H200 at n = 176, 352, 512 and 1024 (docs/perf/qr-gpu.md,
-    /// table "panel row pairs", session 7).
+    /// slower on the H200 at n = 176, 352, 512 and 1024 (docs/history/qr-gpu-sessions.md,
+    /// table "panel row pairs").
     pub panel_row_pairs: bool,
     /// `blocked` path: each lane of the shared-memory panel kernel updates
     /// four adjacent columns of a row with 16-byte shared-memory accesses
     /// (a warp instruction covers four rows). Off: 4% slower at n = 176 and
-    /// within 1% at 352 and 512 on the H200 (docs/perf/qr-gpu.md, table
-    /// "panel quad", session 7).
+    /// within 1% at 352 and 512 on the H200 (docs/history/qr-gpu-sessions.md, table
+    /// "panel quad").
     pub panel_quad: bool,
     /// `blocked` path, one block per matrix: the shared-memory panel kernel
     /// meets its warps once per reflector (every thread adds the warps'
     /// partial sums and forms the reflector itself) instead of twice, with
     /// unpadded rows and float partials, so that three 512-row panels fit
-    /// an SM. Table "panel one barrier" (docs/perf/qr-gpu.md, session 9).
+    /// an SM. Table "panel one barrier" (docs/history/qr-gpu-sessions.md).
     pub panel_one_barrier: bool,
     /// One-barrier panel: reflectors j and j + 1 from one barrier's sums
     /// (the second column's norm below its pivot expanded from them, used
@@ -149,8 +148,8 @@ pub struct Tuning {
     /// pass over the rows for both; otherwise j alone. Off for every panel:
     /// 1-6% slower at 40 x 176, 40 x 352 and 640 x 512 on the H200, 2%
     /// faster at 60 x 1024, which takes it through
-    /// `blocked_tall_panel_two_step` (docs/perf/qr-gpu.md, table "panel two
-    /// step", session 10).
+    /// `blocked_tall_panel_two_step` (docs/history/qr-gpu-sessions.md, table "panel two
+    /// step").
     pub panel_two_step: bool,
     /// Panel kernels (all but the two-step loop) and `smem` kernels: the
     /// scaled reflectors (squared norm at least 2^-60 of a panel or matrix
@@ -158,13 +157,13 @@ pub struct Tuning {
     /// instead of double; tiny ones keep double. On: faster on every dense
     /// benchmark case on the H200, e.g. 20 x 32 29.9 -> 27.1 us, 40 x 176
     /// 332.9 -> 309.0, 40 x 352 847.8 -> 815.4, 640 x 512 7043.7 -> 6911.6
-    /// (docs/perf/qr-gpu.md, table "float reflector", session 11).
+    /// (docs/history/qr-gpu-sessions.md, table "float reflector").
     pub float_reflector: bool,
     /// `blocked` path, one-barrier loop with float32 reflectors: the row
     /// loop loads each next group of four rows before updating the current
     /// one (`PANEL_PIPE`) when at most this many panel threads share an SM
     /// (a block of at most this many threads per matrix, at most one
-    /// matrix per SM). H200, session 12 (docs/perf/qr-gpu.md, table "panel
+    /// matrix per SM). H200 (docs/history/qr-gpu-sessions.md, table "panel
     /// pipeline"): 40 x 176 at 256 threads 249.2 -> 236.4 us, but 40 x 352
     /// at 512 threads 641.6 -> 658.7 and 640 x 512 (three 256-thread blocks
     /// per SM) 6016 -> 6196 us, where more warps hide the latency already
@@ -184,37 +183,37 @@ pub struct Tuning {
     /// panels short of n, are factored by one `smem` kernel launch on the
     /// trailing corner instead of by their panels and updates (below 32:
     /// never). Off: measured no faster. Those last launches are short and
-    /// latency-bound (the ncu sums of 40 x 176, session 12 run 2, put the
+    /// latency-bound (the ncu sums of 40 x 176, run s12-run2, put the
     /// last two panels and the update between them at 61 us), but the
-    /// `smem` kernel on those corners took longer still: H200, session 12,
-    /// table "corner" in docs/perf/qr-gpu.md, off / 64 / 96: 40 x 176
+    /// `smem` kernel on those corners took longer still: H200,
+    /// table "corner" in docs/history/qr-gpu-sessions.md, off / 64 / 96: 40 x 176
     /// 238.2 / 247.5 / 257.2 us, 40 x 240 358.8 / 366.1 / 376.1, 2 x 4096
     /// 17102.7 / 17202.4 / 17177.8; 60 x 1024 4502.0 / 4478.2 / 4493.8.
     pub corner_max_n: usize,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
-    /// Table "few matrices" (session 9): 60 x 1024 at 256 / 384 / 512 / 768
+    /// Table "few matrices" : 60 x 1024 at 256 / 384 / 512 / 768
     /// threads 6636 / 6263 / 5157 / 5440 us.
     pub blocked_tall_panel_threads: u32,
     /// See `blocked_tall_panel_threads`: 40 x 176 and 40 x 240 were fastest
     /// at 256-384 threads, 512 lost 6% and 5% there; with float32 reflectors
-    /// (session 11, table "few matrices") 40 x 352 at 256 / 384 / 512 threads
+    /// (table "few matrices") 40 x 352 at 256 / 384 / 512 threads
     /// took 827.7 / 772.8 / 746.8 us and 40 x 240 460.3 / 444.2 / 452.2, so
     /// the line lies between 240 and 352 rows.
     pub blocked_tall_panel_rows: usize,
     /// Those tall panels take two reflectors per barrier where they may
-    /// (`panel_two_step` for them alone). Off since session 11: the
+    /// (`panel_two_step` for them alone). Off: the
     /// one-barrier loop with float32 reflectors (`float_reflector`, which
     /// the two-step loop cannot take) gave 60 x 1024 4905.0 us against
-    /// 5115.6 us two-step (session 10: two-step 5156.6 against 5260.6 us
-    /// with double reflectors; docs/perf/qr-gpu.md, tables "panel two step"
+    /// 5115.6 us two-step (earlier: two-step 5156.6 against 5260.6 us
+    /// with double reflectors; docs/history/qr-gpu-sessions.md, tables "panel two step"
     /// and "float reflector").
     pub blocked_tall_panel_two_step: bool,
     /// Few matrices whose panel fits one block: a cluster of fewer blocks
     /// loses to the one-barrier panel of a block alone (table "few
-    /// matrices", session 9: 40 x 176 cluster of 2 390.8 us vs block alone
-    /// 360.0, 40 x 240 569.0 vs 547.5; session 11, float32 reflectors:
+    /// matrices": 40 x 176 cluster of 2 390.8 us vs block alone
+    /// 360.0, 40 x 240 569.0 vs 547.5; with float32 reflectors:
     /// 40 x 352, cluster of 4, 816.3 vs 746.8 at 512 threads, 40 x 512, 4,
     /// 1352.8 vs 1304.4, while 20 x 1024, 8, 3169.0 vs 3714.1).
     pub cluster_min_blocks: u32,
@@ -229,7 +228,7 @@ pub struct Tuning {
     /// the rest of the previous update runs on the main one, so that the
     /// latency-bound panel overlaps the bulk update. On: 1.8-4.3% faster at
     /// 640 x 512, 60 x 1024 and 8 x 2048 on the H200, within 0.5% elsewhere
-    /// (docs/perf/qr-gpu.md, table "look ahead", session 7).
+    /// (docs/history/qr-gpu-sessions.md, table "look ahead").
     pub look_ahead: bool,
     /// Blocked and cluster plans on the tensor-core update run each call
     /// as one CUDA graph (recorded the second time a plan meets the same
@@ -240,8 +239,8 @@ pub struct Tuning {
     /// With `graphs`, plans with the low-priority checks stream
     /// (`checks_aside`) are graphs too: the stream is forked and joined
     /// inside the capture, its kernels keep their low priority as node
-    /// priorities. Off: not measured faster (docs/perf/qr-gpu.md, table
-    /// "graphs beside checks", session 14).
+    /// priorities. Off: not measured faster (docs/history/qr-gpu-sessions.md, table
+    /// "graphs beside checks").
     pub graphs_beside_checks: bool,
     /// Blocked paths that read the input out of place: the scan for
     /// non-finite entries and zero columns runs on a low-priority stream
@@ -250,16 +249,15 @@ pub struct Tuning {
     /// final at mid-factorization runs there beside the second half, so
     /// that only the bottom-right quarter is checked after the last step.
     /// Only for batches of at least `checks_aside_min_l2` times the L2
-    /// cache's bytes: on the H200 (session 14, run 5) 640 x 512 went
+    /// cache's bytes: on the H200 (run s14-run5) 640 x 512 went
     /// 5569.7 -> 5524.1 us with it, while 60 x 1024 (240 MiB), with the
     /// CUDA graph it forgoes, was faster without it (3993.3 against
-    /// 4100.0 us), as were 8 x 2048 and 2 x 4096 (docs/perf/qr-gpu.md,
-    /// table "checks aside", sessions 11 and 14): a short scan gains less
+    /// 4100.0 us), as were 8 x 2048 and 2 x 4096 (docs/history/qr-gpu-sessions.md,
+    /// table "checks aside"): a short scan gains less
     /// than the stream joins, the low-priority blocks in the panels' way
     /// and the lost graph cost.
     pub checks_aside: bool,
-    /// See `checks_aside`: between 240 MiB (4 L2s, slower aside since
-    /// session 14) and 640 MiB (10.7 L2s, faster).
+    /// See `checks_aside`: between 240 MiB (4 L2s, slower aside) and 640 MiB (10.7 L2s, faster).
     pub checks_aside_min_l2: u32,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
@@ -270,8 +268,8 @@ pub struct Tuning {
     /// has at least this many waves of 8-warp blocks (its blocks over the
     /// SMs' resident 8-warp blocks), else 8. On the H200, 4 warps were 3.9%
     /// faster at 640 x 512 (36 waves) and 1-12% slower at 60 x 1024 (7),
-    /// 8 x 2048 (1.9) and 2 x 4096 (1): docs/perf/qr-gpu.md, table "tensor
-    /// warps", session 7; 16 lies between 7 and 36 (their geometric middle).
+    /// 8 x 2048 (1.9) and 2 x 4096 (1): docs/history/qr-gpu-sessions.md, table "tensor
+    /// warps"; 16 lies between 7 and 36 (their geometric middle).
     pub tensor_warps4_min_waves: u32,
     /// Tensor-core update: depth of the cp.async pipeline that keeps each
     /// block's A2 tile in shared memory from the W pass to the update pass
@@ -282,7 +280,7 @@ pub struct Tuning {
     /// H200 (640 x 512 7075 us unstaged against 7367 / 7640 / 7735 at depth
     /// 2 / 3 / 4, 60 x 1024 5124 against 5372 and more: the tile's shared
     /// memory costs blocks per SM that the kernel needs more than the saved
-    /// second read; docs/perf/qr-gpu.md, table "tensor stage", session 10);
+    /// second read; docs/history/qr-gpu-sessions.md, table "tensor stage");
     /// 2 is the ring's depth.
     pub tensor_stage_depth: u32,
     /// Most trailing rows a staged block holds (taller updates stream).
@@ -293,8 +291,8 @@ pub struct Tuning {
     /// is a cp.async issued `tensor_stage_depth - 1` slabs ahead, at 4 KiB
     /// of shared memory per slot and warp. On, at depth 2: 640 x 512 6690.0
     /// -> 6175.9 us, 8 x 2048 7897.4 -> 7498.5, 60 x 1024 4846.1 -> 4819.3,
-    /// 40 x 176 and 40 x 352 within 0.5% (H200, docs/perf/qr-gpu.md, table
-    /// "tensor stage", session 11); depths 3 and 4 were slower (fewer
+    /// 40 x 176 and 40 x 352 within 0.5% (H200, docs/history/qr-gpu-sessions.md, table
+    /// "tensor stage"); depths 3 and 4 were slower (fewer
     /// blocks per SM).
     pub tensor_stage_ring: bool,
     /// Tensor-core update on devices with clusters: a launch of few tiles
@@ -303,7 +301,7 @@ pub struct Tuning {
     /// which add their W partials in block order through distributed
     /// shared memory (`trailing_tc::row_split`, which also keeps such a
     /// launch to half the SMs); 0 or 1: off. 8: on the H200
-    /// (docs/perf/qr-gpu.md, table "tensor row split", session 16), off /
+    /// (docs/history/qr-gpu-sessions.md, table "tensor row split"), off /
     /// 8: 2 x 4096 12719.7 / 9991.1 us, 8 x 2048 5691.0 / 5579.3.
     pub tensor_row_split: u32,
     /// Fewest rows per block of a row-split tile (`tensor_row_split`).
@@ -315,15 +313,15 @@ pub struct Tuning {
     /// tensor-core update and the outer T joined from the halves'
     /// (`u32::MAX`: never). Never: slower on every panel case of the H200
     /// (640 x 512 7410 against 7042 us; ncu: the 32 half panels took
-    /// 4251 us against 3828 for the 16 whole ones), docs/perf/qr-gpu.md,
-    /// table "two level", session 10.
+    /// 4251 us against 3828 for the 16 whole ones), docs/history/qr-gpu-sessions.md,
+    /// table "two level".
     pub two_level_min_batch_per_sm: u32,
     /// `blocked` path: batches of at least `batch_lanes_min_batch_per_sm`
     /// matrices per SM (and not run as a graph) are cut into this many
     /// groups, each factored on its own lane of streams (at most
     /// `engine::MAX_LANES`), so that one group's panels need not wait for
     /// the whole batch's previous update; 0 or 1: one group. 2 on the H200
-    /// (docs/perf/qr-gpu.md, table "batch lanes", session 17), 1 / 2 / 3 /
+    /// (docs/history/qr-gpu-sessions.md, table "batch lanes"), 1 / 2 / 3 /
     /// 4 lanes: 640 x 512 dense 5154.6 / 5068.2 / 5225.6 / 5410.3 us,
     /// rankdef 4036.7 / 3891.2 / 4068.8 / 4080.3.
     pub batch_lanes: u32,
@@ -334,8 +332,8 @@ pub struct Tuning {
     /// kernels write their final values (each marks its matrix; the NaN
     /// fill turns the marks into info), instead of separate passes over
     /// H and tau during and after the factorization. On: faster on every
-    /// such case of the H200 (docs/perf/qr-gpu.md, table "fused checks",
-    /// session 17), off / on: 40 x 352 564.8 / 549.8 us, 640 x 512
+    /// such case of the H200 (docs/history/qr-gpu-sessions.md, table "fused checks"),
+    /// off / on: 40 x 352 564.8 / 549.8 us, 640 x 512
     /// 5314.9 / 5148.4, 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 /
     /// 5492.3, 2 x 4096 10108.4 / 9989.6.
     pub fused_checks: bool,
@@ -347,18 +345,21 @@ pub struct Tuning {
     /// 3-pass split leaves out anyway. The W pass's loop falls from 367 to
     /// 336 SASS instructions (NVRTC 13.5, 4-warp blocks; the kernel spills
     /// 8 bytes at 128 registers). On: faster on every case of its sweep on
-    /// the H200 (docs/perf/qr-gpu.md, table "tensor lo truncate", session
-    /// 17), off / on: 40 x 352 558.3 / 551.8 us, 640 x 512 5231.1 /
+    /// the H200 (docs/history/qr-gpu-sessions.md, table "tensor lo truncate"),
+    /// off / on: 40 x 352 558.3 / 551.8 us, 640 x 512 5231.1 /
     /// 5031.8, 60 x 1024 3831.4 / 3775.5, 8 x 2048 5476.3 / 5415.9,
-    /// 2 x 4096 10097.2 / 9886.2. The default since session 18, which had
-    /// no device: its first suites are the next device call's.
+    /// 2 x 4096 10097.2 / 9886.2. The H100 benchmark set of docs/PERF.md
+    /// ran with it on, every case meeting the bar.
     pub tensor_lo_truncate: bool,
     /// `blocked` plans whose register panel holds one row per thread (a
     /// block alone on tall panels, 40 x 352): each thread holds 16 columns
     /// of two rows instead, so the transposing butterfly sums 16 partials
     /// over half a warp (15 exchanges instead of 31). SASS of the hot loop
     /// (NVRTC 13.5, 384 threads, the cold path left out): 613 instructions
-    /// per two steps against 712. Off: not yet run on a GPU (session 17).
+    /// per two steps against 712. Off: faster on the H100 (40 x 352 504.5
+    /// against 555.5 us, 40 x 512 872.0 against 956.4; docs/PERF.md,
+    /// "Unmeasured and losing variants"), but its GPU test has not reported
+    /// yet, and a switch goes on only with a passing test.
     pub reg_panel_halves: bool,
     /// L2 eviction priorities of the tensor-core update (with
     /// `tensor_stage_ring`): 0 none; 1 A2's second read (the update pass)
@@ -369,28 +370,31 @@ pub struct Tuning {
     /// its tile twice and every resident block streams its own tile in
     /// between; the bulk update at 640 x 512 hit L2 on half its lookups and
     /// moved 1.77 GB of DRAM against 1.22 GB for A2 read once and written
-    /// once, plus V (ncu, session 14 run 8). Only for batches of at least
-    /// `tensor_l2_hints_min_l2` L2s. The policy rides on the copies' and stores' descriptors: no
-    /// extra instruction per access (NVRTC 13.5 SASS). 0 until measured:
-    /// written in session 18, which had no device.
+    /// once, plus V (ncu, run s14-run8). Only for batches of at least
+    /// `tensor_l2_hints_min_l2` L2s. The policy rides on the copies' and
+    /// stores' descriptors: no extra instruction per access (NVRTC 13.5
+    /// SASS). 0: with `tensor_update_reverse`, level 1 was 1 to 4% faster
+    /// on all five swept shapes on the H100 (docs/PERF.md, "Unmeasured and
+    /// losing variants"), but the GPU test `tensor_l2_hints` has not run.
     pub tensor_l2_hints: u32,
     /// Fewest L2 capacities of input a batch needs for `tensor_l2_hints`:
     /// a smaller batch's trailing matrices stay in L2 from one step to the
     /// next, and evicting its stores first would send the next step to
     /// DRAM. 2 (640 x 512, 60 x 1024, 8 x 2048 and 2 x 4096 are 2.1 to 10.7
     /// L2s of 60 MiB; 40 x 352 is a third of one): a rule from the traffic
-    /// argument, not measured (session 18, no device).
+    /// argument, not measured.
     pub tensor_l2_hints_min_l2: u32,
     /// Staged tensor-core update: the update pass takes each warp's slabs
     /// last to first, so that it starts with the A2 slabs its W pass read
     /// last, the likeliest to be in L2 still. Why: the second read of A2
-    /// mostly missed L2 at 640 x 512 (session 14's ncu; see
+    /// mostly missed L2 at 640 x 512 (ncu, run s14-run8; see
     /// `tensor_l2_hints`). Read forward twice, every slab waits one whole
     /// pass for its second read; backward, the waits range from none to two
     /// passes, which helps when one pass's traffic overflows L2 and can hurt
     /// when it fits (the L2 hints shrink it), so it is swept with them.
-    /// Each tile row is updated on its own: the same bits. Off until
-    /// measured: written in session 18, which had no device.
+    /// Each tile row is updated on its own: the same bits. Off: see
+    /// `tensor_l2_hints` (swept together, faster on the H100, GPU test not
+    /// run).
     pub tensor_update_reverse: bool,
 }
 
