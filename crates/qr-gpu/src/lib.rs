@@ -6,6 +6,10 @@
 //!   its CPU-side tests run anywhere).
 //! - [`GpuBackend`] is the host [`qr_core::Backend`] and the device-resident
 //!   API ([`GpuBackend::geqrf_device`]) that its `bench` times with CUDA events.
+//! - `orgqr`, `ormqr` and `qr` reuse the tensor-core update: every 32-column
+//!   block's V and T at once from `(H, tau)`, then one update per block
+//!   ([`GpuBackend::orgqr_device`], [`GpuBackend::ormqr_device`],
+//!   [`GpuBackend::qr_device`]; [`GpuBackend::describe_op`] says what runs).
 //! - A [`Plan`] names the [`Strategy`] chosen for a shape from the device's
 //!   properties ([`plan`], thresholds in [`Tuning`]); it prints and can be forced.
 //! - Kernels are `.cu` sources next to their launchers, compiled by NVRTC for
