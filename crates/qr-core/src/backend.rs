@@ -81,9 +81,7 @@ pub trait Backend: Send + Sync {
         info: &mut [Info],
     ) -> Result<(), QrError> {
         let shape = a.shape();
-        Shape::check_len("q", shape.a_len(), q.len())?;
-        Shape::check_len("r", shape.a_len(), r.len())?;
-        Shape::check_len("info", shape.info_len(), info.len())?;
+        QrFactors::check(shape, q.len(), r.len(), info.len())?;
         let mut f = Factorization::zeroed(shape)?;
         self.geqrf_into(a, f.as_batch_mut()?)?;
         upper_triangle(shape, &f.h, &f.info, r);

@@ -197,6 +197,14 @@ impl QrFactors {
     pub fn all_ok(&self) -> bool {
         self.info.iter().all(|i| i.is_ok())
     }
+
+    /// Checks the lengths of a `qr_into` call's `q`, `r` and `info`
+    /// against `shape`.
+    pub fn check(shape: Shape, q: usize, r: usize, info: usize) -> Result<(), QrError> {
+        Shape::check_len("q", shape.a_len(), q)?;
+        Shape::check_len("r", shape.a_len(), r)?;
+        Shape::check_len("info", shape.info_len(), info)
+    }
 }
 
 /// Copies the upper triangle of each `H` into `r` and zeroes the rest;

@@ -6,7 +6,7 @@ use std::sync::Arc;
 use cudarc::driver::{CudaSlice, CudaStream};
 use qr_core::{
     ApplyQ, Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, Info, Operation, QrError,
-    Reflectors, Shape,
+    QrFactors, Reflectors, Shape,
 };
 
 use crate::bench::{self, Operands};
@@ -542,9 +542,7 @@ impl Backend for GpuBackend {
         info: &mut [Info],
     ) -> Result<(), QrError> {
         let shape = a.shape();
-        Shape::check_len("q", shape.a_len(), q.len())?;
-        Shape::check_len("r", shape.a_len(), r.len())?;
-        Shape::check_len("info", shape.info_len(), info.len())?;
+        QrFactors::check(shape, q.len(), r.len(), info.len())?;
         if shape.is_empty() {
             info.fill(Info::OK);
             return Ok(());
