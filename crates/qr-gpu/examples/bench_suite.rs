@@ -164,7 +164,7 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // The warp kernel of orders up to 32 (session 19) against the register
+    // The warp kernel of orders up to 32 against the register
     // kernel the planner takes without it.
     for max_n in [0usize, 32] {
         let t = Tuning {

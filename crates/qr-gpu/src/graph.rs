@@ -100,7 +100,7 @@ impl Graphs {
                 // The captured kernels keep their streams' priorities as node
                 // priorities, which the graph honours only with this flag:
                 // without it the panels lost their precedence over the bulk
-                // updates (60 x 1024 4464 -> 5190 us, session 13).
+                // updates (60 x 1024 4464 -> 5190 us, H200).
                 let flags =
                     sys::CUgraphInstantiate_flags::CUDA_GRAPH_INSTANTIATE_FLAG_USE_NODE_PRIORITY;
                 // SAFETY: the captured graph is live.

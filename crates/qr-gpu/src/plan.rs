@@ -522,7 +522,7 @@ fn cluster_size(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<u3
 /// one block needs one; otherwise the cluster must have at least
 /// `Tuning::cluster_min_blocks` blocks of fewer than
 /// `Tuning::cluster_max_block_rows` rows each, or the one-barrier panel
-/// of a block alone is faster (table "few matrices", session 9).
+/// of a block alone is faster (table "few matrices").
 fn cluster_pays(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> bool {
     let Some(k) = cluster_size(shape, device, tuning) else {
         return false;
@@ -741,7 +741,7 @@ pub fn plan(
             // fold. The folding shared-memory panel was faster below the
             // tall panels (40 x 176), the register panel without a fold
             // from them on (40 x 352, one row per thread; table "register
-            // panel", session 15). With `reg_panel_fold`, every plan alone
+            // panel"). With `reg_panel_fold`, every plan alone
             // sizes its register panel like the tall panels and folds in
             // it where the fold fits.
             let reg_fold = tuning.reg_panel_fold && alone;

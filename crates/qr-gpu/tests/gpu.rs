@@ -1083,8 +1083,8 @@ fn batch_lanes(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The register-resident panel kernel (the default at 2 rows per thread
-/// since session 15) on the blocked and cluster paths: sizes around its
+/// The register-resident panel kernel (2 rows per thread by default) on
+/// the blocked and cluster paths: sizes around its
 /// block limits, every distribution, inputs of 1e-30s, and two runs
 /// bitwise identical; then its fold (`Tuning::reg_panel_fold`, off by
 /// default) through the same sizes and distributions, and beside the

@@ -191,7 +191,7 @@ pub(crate) fn split_size(k: u32) -> u32 {
 /// few-tile launches of few-matrix plans (the look-ahead update of one
 /// tile per matrix) then spread over the SMs instead of walking all their
 /// rows in one block each, and leave the other half of the SMs to the bulk
-/// update they run beside. Half: on the H200 (session 16, table "tensor
+/// update they run beside. Half: on the H200 (table "tensor
 /// row split") 2 x 4096 and 8 x 2048 gained with their 16 and 64 blocks,
 /// 60 x 1024 lost 3.6% with 120 of the 132 SMs.
 pub(crate) fn row_split(
