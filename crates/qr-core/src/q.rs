@@ -50,10 +50,43 @@ impl<'a> Reflectors<'a> {
     /// strictly below the diagonal and `tau`) is finite. A matrix for which
     /// this is `false` gets [`Info::NON_FINITE`] from `orgqr` and `ormqr`.
     pub fn is_finite(h: &[f32], tau: &[f32], n: usize) -> bool {
-        tau.iter().all(|t| t.is_finite())
-            && (1..n).all(|i| h[i * n..i * n + i].iter().all(|x| x.is_finite()))
+        // An OR of "exponent all ones" flags has no early exit and so
+        // vectorizes, where `all(is_finite)` runs an element at a time: a
+        // tenth of a 176 x 176 orgqr on the CPU, measured with `perf`.
+        let flags = |x: &[f32]| {
+            x.iter()
+                .fold(0u32, |acc, v| acc | u32::from(v.to_bits() & EXP == EXP))
+        };
+        let below = h
+            .chunks_exact(n.max(1))
+            .take(n)
+            .enumerate()
+            .fold(0u32, |acc, (i, row)| acc | flags(&row[..i]));
+        (flags(&tau[..n]) | below) == 0
+    }
+
+    /// Each matrix's status when nothing is computed from its reflectors
+    /// (an `ormqr` with `k = 0`): [`Info::NON_FINITE`] where
+    /// [`Reflectors::is_finite`] is false, else [`Info::OK`]. `info` holds
+    /// one entry per matrix.
+    pub fn statuses(&self, info: &mut [Info]) {
+        let n = self.shape.n();
+        if n == 0 {
+            info.fill(Info::OK);
+            return;
+        }
+        for ((h, tau), i) in self.matrices().zip(info.iter_mut()) {
+            *i = if Self::is_finite(h, tau, n) {
+                Info::OK
+            } else {
+                Info::NON_FINITE
+            };
+        }
     }
 }
+
+/// The exponent bits of an `f32`: all ones for an infinity or a NaN.
+const EXP: u32 = 0x7f80_0000;
 
 /// Which side of `C` the orthogonal factor multiplies.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -247,6 +280,55 @@ mod tests {
         assert!(!Reflectors::is_finite(&h, &tau, n));
         h[7] = 0.0;
         assert!(!Reflectors::is_finite(&h, &[1.0, f32::NAN, 0.0], n));
+    }
+
+    #[test]
+    fn reflector_finiteness_agrees_with_its_definition() {
+        let specials = [
+            f32::NAN,
+            f32::INFINITY,
+            f32::NEG_INFINITY,
+            f32::MAX,
+            -0.0,
+            1e-45,
+        ];
+        for n in [1usize, 2, 5, 33] {
+            for pos in 0..n * n + n {
+                for s in specials {
+                    let (mut h, mut tau) = (vec![0.5f32; n * n], vec![1.0f32; n]);
+                    if pos < n * n {
+                        h[pos] = s;
+                    } else {
+                        tau[pos - n * n] = s;
+                    }
+                    let want = tau.iter().all(|t| t.is_finite())
+                        && (1..n).all(|i| h[i * n..i * n + i].iter().all(|x| x.is_finite()));
+                    assert_eq!(
+                        Reflectors::is_finite(&h, &tau, n),
+                        want,
+                        "n={n} pos={pos} {s}"
+                    );
+                }
+            }
+        }
+        assert!(Reflectors::is_finite(&[], &[], 0));
+    }
+
+    #[test]
+    fn statuses_judge_each_matrix_alone() {
+        let s = Shape::new(3, 2).unwrap();
+        let mut h = vec![0.0f32; 12];
+        h[4 + 2] = f32::NAN; // matrix 1, (1, 0)
+        let tau = [1.0f32; 6];
+        let mut info = [Info(7); 3];
+        Reflectors::new(s, &h, &tau).unwrap().statuses(&mut info);
+        assert_eq!(info, [Info::OK, Info::NON_FINITE, Info::OK]);
+        let empty = Shape::new(2, 0).unwrap();
+        let mut info = [Info(7); 2];
+        Reflectors::new(empty, &[], &[])
+            .unwrap()
+            .statuses(&mut info);
+        assert_eq!(info, [Info::OK; 2]);
     }
 
     #[test]

@@ -171,13 +171,7 @@ impl Backend for CpuBackend {
         let n = shape.n();
         if k == 0 {
             // Nothing to compute; the reflectors still get their status.
-            for ((h, tau), info) in f.matrices().zip(info.iter_mut()) {
-                *info = if crate::finite::reflectors_finite(h, tau, n) {
-                    Info::OK
-                } else {
-                    Info::NON_FINITE
-                };
-            }
+            f.statuses(info);
             return Ok(());
         }
         let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);

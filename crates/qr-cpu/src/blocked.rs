@@ -104,7 +104,7 @@ const SCALED_NORM_EXP: i32 = 100;
 
 fn all_finite(h: &[f32], tau: &[f32]) -> bool {
     // O(n^2) beside the O(n^3) factorization.
-    h.iter().chain(tau).all(|x| x.is_finite())
+    crate::finite::all_finite(h) && crate::finite::all_finite(tau)
 }
 
 fn factor_in_place(

@@ -11,9 +11,9 @@
 use faer::linalg::matmul::matmul;
 use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{Accum, MatMut, MatRef, Par};
-use qr_core::{Info, QrError};
+use qr_core::{Info, QrError, Reflectors};
 
-use crate::finite::{all_finite, reflectors_finite};
+use crate::finite::all_finite;
 
 use crate::isa::multiversion;
 use crate::larft::larft_view;
@@ -111,7 +111,7 @@ pub(crate) fn orgqr_matrix(
     par: Par,
     par_min: usize,
 ) -> Info {
-    if !reflectors_finite(h, tau, n) {
+    if !Reflectors::is_finite(h, tau, n) {
         q.fill(f32::NAN);
         return Info::NON_FINITE;
     }

@@ -10,9 +10,9 @@
 
 use faer::reborrow::ReborrowMut;
 use faer::{MatMut, MatRef, Par};
-use qr_core::{ApplyQ, Info, QrError, Shape, Side, Transpose};
+use qr_core::{ApplyQ, Info, QrError, Reflectors, Shape, Side, Transpose};
 
-use crate::finite::{all_finite, reflectors_finite};
+use crate::finite::all_finite;
 use crate::isa::multiversion;
 use crate::larft::larft_view;
 use crate::orgqr::{QWorkspace, copy_v};
@@ -59,7 +59,7 @@ pub(crate) fn ormqr_matrix(
     par: Par,
     par_min: usize,
 ) -> Info {
-    if !reflectors_finite(h, tau, n) {
+    if !Reflectors::is_finite(h, tau, n) {
         c.fill(f32::NAN);
         return Info::NON_FINITE;
     }

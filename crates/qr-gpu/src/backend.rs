@@ -525,7 +525,8 @@ impl Backend for GpuBackend {
         let shape = f.shape();
         ApplyQ::check(shape, k, c.len(), info.len())?;
         if shape.is_empty() || k == 0 {
-            info.fill(Info::OK);
+            // Nothing to compute; the reflectors still get their status.
+            f.statuses(info);
             return Ok(());
         }
         self.q_round_trip(f, QOp::Ormqr(op, k), c, info)

@@ -154,6 +154,11 @@ fn q_non_finite(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         if out.info != want || !out.data[2 * n * 4..].iter().any(|v| v.is_nan()) {
             return Err(format!("ormqr n {n}: info {:?}", out.info).into());
         }
+        // k = 0: nothing computed, the reflectors still judged.
+        let empty = ormqr(g.as_ref(), x.shape, &h, &x.f.tau, ApplyQ::QT_LEFT, 0, &[])?;
+        if empty.info != want {
+            return Err(format!("ormqr n {n} k 0: info {:?}", empty.info).into());
+        }
     }
     Ok(())
 }
