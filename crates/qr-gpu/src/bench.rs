@@ -69,21 +69,6 @@ pub(crate) fn device_bench(
     let hp = h.ensure(stream, shape.a_len())?;
     let tp = tau.ensure(stream, shape.tau_len())?;
     let ip = info.ensure(stream, shape.info_len())?;
-    let flush_len = flush_bytes(engine, opts) / 4;
-    let mut flush = Buf::<u32>::default();
-    let fp = if flush_len > 0 {
-        flush.ensure(stream, flush_len).map_err(|e| match e {
-            QrError::OutOfMemory { .. } => alloc_error::<u32>(
-                flush_len,
-                cudarc::driver::DriverError(
-                    cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
-                ),
-            ),
-            other => other,
-        })?
-    } else {
-        0
-    };
     let pass = || -> Result<(), QrError> {
         for d in &devs {
             run(Operands {
@@ -95,7 +80,7 @@ pub(crate) fn device_bench(
         }
         Ok(())
     };
-    time_passes(engine, inputs.len(), opts, fp, flush_len, &pass)
+    time_passes(engine, inputs.len(), opts, &pass)
 }
 
 /// Device pointers of one input of [`device_bench_q`].
@@ -172,13 +157,6 @@ pub(crate) fn device_bench_q(
     let po = out.ensure(stream, shape.a_len())?;
     let pr = r.ensure(stream, shape.a_len())?;
     let pc = shared.ensure(stream, shape.info_len())?;
-    let flush_len = flush_bytes(engine, opts) / 4;
-    let mut flush = Buf::<u32>::default();
-    let fp = if flush_len > 0 {
-        flush.ensure(stream, flush_len)?
-    } else {
-        0
-    };
     let pass = || -> Result<(), QrError> {
         for &(a, h, work, tau, info) in &per {
             run(QBench {
@@ -194,21 +172,34 @@ pub(crate) fn device_bench_q(
         }
         Ok(())
     };
-    time_passes(engine, inputs.len(), opts, fp, flush_len, &pass)
+    time_passes(engine, inputs.len(), opts, &pass)
 }
 
 /// The repetition loop of the device benchmarks: warm-up passes, then
 /// timed passes between two events until [`BenchTiming::should_stop`],
-/// `flush_len` words at `flush` written before each.
+/// [`flush_bytes`] written before each.
 fn time_passes(
     engine: &Arc<Engine>,
     inputs: usize,
     opts: &BenchOptions,
-    flush: u64,
-    flush_len: usize,
     pass: &dyn Fn() -> Result<(), QrError>,
 ) -> Result<BenchTiming, QrError> {
     let stream = engine.stream();
+    let flush_len = flush_bytes(engine, opts) / 4;
+    let mut flush_buf = Buf::<u32>::default();
+    let flush_ptr = if flush_len > 0 {
+        flush_buf.ensure(stream, flush_len).map_err(|e| match e {
+            QrError::OutOfMemory { .. } => alloc_error::<u32>(
+                flush_len,
+                cudarc::driver::DriverError(
+                    cudarc::driver::sys::CUresult::CUDA_ERROR_OUT_OF_MEMORY,
+                ),
+            ),
+            other => other,
+        })?
+    } else {
+        0
+    };
     for _ in 0..opts.warmup {
         pass()?;
     }
@@ -228,7 +219,7 @@ fn time_passes(
         {
             let _queueing = engine.queueing();
             if flush_len > 0 {
-                engine.memset_u32(stream, flush, round, flush_len)?;
+                engine.memset_u32(stream, flush_ptr, round, flush_len)?;
             }
             start.record(stream).ctx("recording the start event")?;
         }
