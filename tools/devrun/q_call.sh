@@ -9,7 +9,7 @@
 # anchor (householder_product and linalg.qr, cuSOLVER per matrix) on the
 # two large shapes, then ormqr and the other seeds where time is left.
 # Logs under $OUT: log.txt (each step's status and seconds), tests_q.log,
-# suite_OP.txt, anchor_q.txt, suite_OP_sS.txt.
+# suite_OP.txt, anchor_q.txt, suite_OP_sS.txt, tests_NAME.log.
 set -uo pipefail
 name=${1:?usage: q_call.sh NAME}
 out=${OUT:-/tmp/devrun_out}
@@ -33,5 +33,13 @@ for s in 1 2; do
             t timeout -k 5 40 "$b/qr" suite --backend gpu --set benchmarks --op $op --seed $s >"$out/suite_${op}_s$s.txt" 2>&1
         fi
     done
+done
+# The GPU tests of the two switches the H100 sweeps showed faster (the
+# register panel by halves, the reversed update with L2 hints), which decide
+# whether they become the defaults (issue 32).
+for test in register_panel_halves tensor_l2_hints; do
+    if [ $((560 - SECONDS)) -gt 90 ]; then
+        QR_REQUIRE_GPU=1 t timeout -k 5 85 "$b/gpu_tests" --exact $test >"$out/tests_$test.log" 2>&1
+    fi
 done
 true

@@ -4,7 +4,7 @@
 //! ```text
 //! cargo run --release -p qr-cpu --example timing -- [--block B] [--leaf L] [--wide-block W]
 //!     [--wide-min-n N] [--small-n S]
-//!     [--batch-min M] [--par-cols C] [--reps R]
+//!     [--batch-min M] [--batch-work W] [--par-cols C] [--reps R]
 //!     [--op geqrf|orgqr|ormqr] [--side left|right] [--trans n|t]
 //!     [--orgqr-small-n S] [--orgqr-block B] [--ormqr-small-n S] [--ormqr-block B]
 //!     [--q-wide-block W] [--q-wide-min-n N] BATCH,N ...
@@ -45,6 +45,7 @@ fn main() {
             "--wide-min-n" => tuning.wide_block_min_n = value(),
             "--small-n" => tuning.small_n = value(),
             "--batch-min" => tuning.batch_parallel_min = value(),
+            "--batch-work" => tuning.batch_parallel_min_work = value(),
             "--par-cols" => tuning.par_update_min_cols = value(),
             "--reps" => reps = value(),
             "--orgqr-small-n" => q_tuning.orgqr_small_n = value(),

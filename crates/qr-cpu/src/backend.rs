@@ -53,9 +53,9 @@ impl CpuBackend {
 
     /// Batch-parallel (one matrix per task, `Par::Seq` inside) or not (the
     /// matrices in order, the pool inside each), as for `geqrf`.
-    fn split(&self, batch: usize) -> (bool, Par) {
+    fn split(&self, batch: usize, n: usize, cols: usize) -> (bool, Par) {
         let threads = rayon::current_num_threads();
-        if batch >= self.tuning.batch_parallel_min.max(2) && threads > 1 {
+        if self.tuning.batch_parallel(batch, n, cols, threads) {
             (true, Par::Seq)
         } else if threads > 1 {
             (false, Par::rayon(threads))
@@ -96,7 +96,7 @@ impl Backend for CpuBackend {
         }
         let tuning = &self.tuning;
         let threads = rayon::current_num_threads();
-        if batch >= tuning.batch_parallel_min.max(2) && threads > 1 {
+        if tuning.batch_parallel(batch, n, n, threads) {
             a.as_slice()
                 .par_chunks_exact(n * n)
                 .zip(h.par_chunks_exact_mut(n * n))
@@ -143,7 +143,7 @@ impl Backend for CpuBackend {
         }
         let n = shape.n();
         let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);
-        let (batch_parallel, par) = self.split(shape.batch());
+        let (batch_parallel, par) = self.split(shape.batch(), n, n);
         per_matrix(
             f,
             (q, n * n),
@@ -175,7 +175,7 @@ impl Backend for CpuBackend {
             return Ok(());
         }
         let (qt, par_min) = (&self.q_tuning, self.tuning.par_update_min_cols);
-        let (batch_parallel, par) = self.split(shape.batch());
+        let (batch_parallel, par) = self.split(shape.batch(), n, k);
         per_matrix(
             f,
             (c, n * k),

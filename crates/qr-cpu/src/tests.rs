@@ -21,6 +21,7 @@ fn tunings() -> Vec<(&'static str, Tuning)> {
             Tuning {
                 small_n: 0,
                 block: 8,
+                batch_parallel_min_work: 0,
                 ..Tuning::default()
             },
         ),
@@ -36,6 +37,7 @@ fn tunings() -> Vec<(&'static str, Tuning)> {
             "all-unblocked",
             Tuning {
                 small_n: usize::MAX,
+                batch_parallel_min_work: 0,
                 ..Tuning::default()
             },
         ),
@@ -48,6 +50,7 @@ fn tunings() -> Vec<(&'static str, Tuning)> {
                 wide_block_min_n: 100,
                 panel_leaf: 4,
                 batch_parallel_min: usize::MAX,
+                batch_parallel_min_work: 0,
                 par_update_min_cols: 1,
             },
         ),

@@ -26,12 +26,15 @@ fn backends() -> Vec<(&'static str, CpuBackend)> {
     };
     vec![
         ("default", CpuBackend::new()),
-        ("blocked-nb8", CpuBackend::new().with_q_tuning(q(0, 8))),
+        (
+            "blocked-nb8",
+            CpuBackend::with_tuning(every_batch_split()).with_q_tuning(q(0, 8)),
+        ),
         ("blocked-nb32", CpuBackend::new().with_q_tuning(q(0, 32))),
         ("blocked-nb5", CpuBackend::new().with_q_tuning(q(0, 5))),
         (
             "unblocked",
-            CpuBackend::new().with_q_tuning(q(usize::MAX, 32)),
+            CpuBackend::with_tuning(every_batch_split()).with_q_tuning(q(usize::MAX, 32)),
         ),
         (
             "inner-parallel",
@@ -43,6 +46,15 @@ fn backends() -> Vec<(&'static str, CpuBackend)> {
             .with_q_tuning(q(16, 16)),
         ),
     ]
+}
+
+/// The default tuning with every batch of two or more matrices spread over
+/// the pool, however small, so that the small test shapes take that path.
+fn every_batch_split() -> Tuning {
+    Tuning {
+        batch_parallel_min_work: 0,
+        ..Tuning::default()
+    }
 }
 
 fn randn(rng: &mut StdRng, len: usize) -> Vec<f32> {

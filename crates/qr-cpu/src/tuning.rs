@@ -28,6 +28,12 @@ pub struct Tuning {
     /// one matrix per task; smaller batches are factored one after the other
     /// with the parallelism inside each matrix. Table "parallel split".
     pub batch_parallel_min: usize,
+    /// Batches whose work, `batch * n * n * columns` (columns: `n`, or `k`
+    /// for `ormqr`), is below this run in order even when they have
+    /// `batch_parallel_min` matrices: a call that finds the pool's workers
+    /// asleep pays tens of microseconds to wake them, more than splitting
+    /// a batch this small saves. Table "parallel split: small batches".
+    pub batch_parallel_min_work: usize,
     /// Trailing updates with fewer than this many columns run on one thread
     /// even when the matrix is factored with inner parallelism: below it the
     /// fork-join costs more than it saves. Table "parallel split".
@@ -52,6 +58,9 @@ impl Default for Tuning {
             panel_leaf: 8,
             // "parallel split": batch-parallel wins already at 2 matrices.
             batch_parallel_min: 2,
+            // "parallel split: small batches": in order wins at 20 x 32
+            // (0.66M), splitting from 12 x 64 (3.1M) on; 8 x 64 is a tie.
+            batch_parallel_min_work: 1 << 21,
             // "parallel split": inner-parallel updates pay off from ~128 columns.
             par_update_min_cols: 128,
         }
@@ -67,6 +76,25 @@ impl Tuning {
             self.block
         };
         nb.max(1)
+    }
+
+    /// Whether a batch of `batch` matrices of order `n`, each with `cols`
+    /// columns to produce, is spread over a pool of `threads` one matrix
+    /// per task.
+    pub(crate) fn batch_parallel(
+        &self,
+        batch: usize,
+        n: usize,
+        cols: usize,
+        threads: usize,
+    ) -> bool {
+        let work = batch
+            .saturating_mul(n)
+            .saturating_mul(n)
+            .saturating_mul(cols);
+        threads > 1
+            && batch >= self.batch_parallel_min.max(2)
+            && work >= self.batch_parallel_min_work
     }
 }
 
@@ -110,9 +138,10 @@ impl Default for QTuning {
             orgqr_small_n: 40,
             // "block size": 32 best for n in 176..512.
             orgqr_block: 32,
-            // "crossover": unblocked wins up to 40, ties at 48 and 64,
-            // loses from 80 on.
-            ormqr_small_n: 64,
+            // "crossover": unblocked wins up to 40 and ties at 48; blocked
+            // wins at 64 by 1.3 to 1.5x across the pool ("crossover,
+            // batch-parallel").
+            ormqr_small_n: 40,
             // "block size": 32 best for n in 176..512.
             ormqr_block: 32,
             // "block size": 64 (or 128) best at 1024 and 2048.

@@ -16,6 +16,7 @@ fn backends() -> Vec<(&'static str, CpuBackend)> {
         block,
         panel_leaf,
         batch_parallel_min,
+        batch_parallel_min_work: 0,
         par_update_min_cols: 1,
         ..Tuning::default()
     };

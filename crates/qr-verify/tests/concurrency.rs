@@ -82,6 +82,14 @@ fn default_tuning() {
 }
 
 #[test]
+fn every_batch_split_over_the_pool() {
+    shared_backend_is_bitwise_serial(CpuBackend::with_tuning(Tuning {
+        batch_parallel_min_work: 0,
+        ..Tuning::default()
+    }));
+}
+
+#[test]
 fn blocked_with_inner_parallelism() {
     shared_backend_is_bitwise_serial(CpuBackend::with_tuning(Tuning {
         small_n: 8,

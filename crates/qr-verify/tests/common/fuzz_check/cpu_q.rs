@@ -122,6 +122,7 @@ pub fn decode(data: &[u8]) -> Input {
         small_n: [0, 1, 7, 16, 48][r.below(5)],
         block: r.below(34),
         batch_parallel_min: r.below(4),
+        batch_parallel_min_work: [0, 1 << 21][r.below(2)],
         par_update_min_cols: [0, 1, 8, 256][r.below(4)],
         panel_leaf: r.below(34),
         wide_block: r.below(34),
