@@ -1,6 +1,6 @@
 """Tables of a `bench_suite --sweep` log, one per knob (the knob's words with
 its values taken out), a row per case, a column per setting, the fastest
-time of each row in bold; the form of docs/perf/qr-gpu.md's tables.
+time of each row in bold; the form of docs/PERF.md's tables.
 
     python3 tools/devrun/sweep_table.py SWEEP.txt
 """

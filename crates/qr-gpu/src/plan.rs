@@ -816,8 +816,8 @@ pub fn plan(
     // Graphs: the chains of the blocked and cluster paths on the tensor-core
     // update (cuBLAS and cooperative launches stay outside them); beside
     // the low-priority checks stream only on request (its kernels keep
-    // their priority as node priorities; docs/perf/qr-gpu.md, sessions 13
-    // and 14).
+    // their priority as node priorities; docs/history/qr-gpu-sessions.md,
+    // "a leaner tensor-core update").
     p.graph = tuning.graphs
         // Graph node priorities (graph.rs) came with CUDA 11.7.
         && device.driver_version >= 11070

@@ -293,7 +293,8 @@ __device__ __forceinline__ float qr_bits_f32(unsigned u) {
 // then the 13 low bits cleared; a carry into the exponent is the correct
 // rounding up. Two integer instructions, where sm_90 expands cvt.rna.tf32
 // into a longer sequence (its range checks were a quarter of the update's
-// instructions, docs/perf/qr-gpu.md, session 5). Same bits as cvt.rna for
+// instructions; docs/history/qr-gpu-sessions.md, "where the time goes at
+// 640 x 512"). Same bits as cvt.rna for
 // every finite value and infinities; a NaN stays a NaN.
 __device__ __forceinline__ unsigned qr_tf32(float x) {
     return (qr_f32_bits(x) + 0x1000u) & 0xffffe000u;

@@ -483,7 +483,7 @@ __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int f
     // shared-memory latency hides behind it (ncu, a 176-row panel: the FMAs
     // waiting on these loads were the loop's top stall with two warps per
     // scheduler; with more warps per scheduler the extra instructions cost
-    // more than they hide, docs/perf/qr-gpu.md). Rows past the
+    // more than they hide, docs/history/qr-gpu-sessions.md). Rows past the
     // panel load zeros and are neither stored nor summed (x = a0 = 0 gives
     // a = 0), so the last group needs no branch of its own; the row-to-chain
     // assignment (row lr + u W into acc[u]) is the plain loop's.
@@ -1035,8 +1035,9 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     // Blocks of one matrix alone or meeting through global memory (the
     // saturated batches): one pass per reflector updates the panel and forms
     // the next reflector's sums, the reflector is formed once per block, and
-    // the block meets twice per reflector (docs/perf/qr-gpu.md, session 5:
-    // 13% fewer instructions and time at 640 x 512).
+    // the block meets twice per reflector (13% fewer instructions and time
+    // at 640 x 512; docs/history/qr-gpu-sessions.md, "where the time goes at
+    // 640 x 512").
     // Reflector 0's sums; later reflectors get theirs from the previous
     // step's update loop.
     dot_rows(s, 0, max(0, 1 - r0), rows, warp, lane, red);

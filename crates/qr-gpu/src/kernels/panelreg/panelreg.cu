@@ -97,8 +97,9 @@
 // v[H..2H) and send v[0..H), the others the reverse; v[c] becomes the kept
 // value plus the partner's. A template bound: as a loop over `half >>= 1`,
 // NVRTC 13.5 left the steps rolled and put v in local memory (a 128-byte
-// stack frame and 64 local accesses per reflector, session 15; the session 4
-// measurements of this kernel paid for them).
+// stack frame and 64 local accesses per reflector; the first measurements
+// of this kernel paid for them: docs/history/qr-gpu-sessions.md, "the
+// register panel, measured without local memory").
 template <int H, int N>
 __device__ __forceinline__ void preg_transpose_step(float (&v)[N], int lane) {
     const bool up = (lane & H) != 0;
@@ -838,8 +839,8 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 // rl + PREG_THREADS / 2, ... Why: the transposing butterfly reduces each
 // half's 16 partial sums over its 16 lanes, 15 exchanges where whole rows
 // take 31 for 32 sums (a quarter of a step's instructions at 256 threads x
-// 2 rows, session 17), and a thread keeps 16 partials instead of 32. The
-// price: each step's pivot column lives in one half, so the other half
+// 2 rows, docs/history/qr-gpu-sessions.md), and a thread keeps 16 partials
+// instead of 32. The price: each step's pivot column lives in one half, so the other half
 // fetches its rows' pivot values by a shuffle (PREG_RPT a step). The
 // registers of both halves rotate one slot per step; with 16 slots the
 // rotation repeats every 16 steps, so the pivot is slot 0 of the lower half

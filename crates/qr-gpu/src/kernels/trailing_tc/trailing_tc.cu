@@ -259,7 +259,8 @@ __device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) 
 // Why: a block reads its A2 tile twice, the W pass and then the update
 // pass, and between the two every other resident block streams its own
 // tile through L2 and writes it back; at 640 x 512 only half of the
-// launch's L2 lookups hit (ncu, docs/perf/qr-gpu.md, session 14 run 8), so
+// launch's L2 lookups hit (ncu; docs/history/qr-gpu-sessions.md, "a leaner
+// tensor-core update", run 8), so
 // the second read largely goes to DRAM again. Lines not read again before
 // the whole batch's trailing matrices have streamed through L2 (the second
 // read, and the stores, which the next step's bulk update reads) are
@@ -295,7 +296,8 @@ __device__ __forceinline__ void tc_store_a4(float* p, int col, int ncols, const 
                                             bool hint) {
 #if TC_VEC4
     // One 16-byte store: the compiler splits a store of the struct into four
-    // 4-byte ones (docs/perf/qr-gpu.md, session 6). The values depend on this
+    // 4-byte ones (docs/history/qr-gpu-sessions.md, "16-byte stores in the
+    // tensor update"). The values depend on this
     // thread's own load of the same elements, so no other ordering is needed.
     if (!edge || col < ncols) {
 #ifdef CUDASIM
@@ -572,8 +574,8 @@ __device__ __forceinline__ void tc_cp_wait_ahead() {
 // memory, 4 rows apart in V and in A2: one source address each, advanced a
 // slab per call. (Each copy's own row arithmetic, 64-bit, cost about 150
 // instructions per slab, as much as the slab's tensor-core work;
-// docs/perf/qr-gpu.md, session 14.) V columns at or past the panel width
-// are zero-filled by the copy itself, so the passes read them as zeros.
+// docs/history/qr-gpu-sessions.md, "a leaner tensor-core update".) V
+// columns at or past the panel width are zero-filled by the copy itself, so the passes read them as zeros.
 struct tc_stager {
     unsigned dst;        // shared address of this thread's unit in a slab at offset 0
     const float* vsrc;   // its V unit in the next slab to stage
@@ -878,7 +880,8 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
     // Thread (warp, lane) takes fragments i = warp * kFrag + k of its own
     // lane, k unrolled, so that the fragment-to-(reflector, column) mapping
     // is mostly compile-time (a strided loop over elements spent about 30
-    // instructions an element on it, docs/perf/qr-gpu.md, session 14).
+    // instructions an element on it; docs/history/qr-gpu-sessions.md, "a
+    // leaner tensor-core update").
     constexpr int kFrag = TC_NB * TC_BN / 32 / TC_WARPS;
     static_assert(kFrag % 4 == 0, "a thread's fragments are whole groups of four");
 #pragma unroll 4
@@ -926,7 +929,8 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
     // lane + 32 q: per row r of W, TC_NQ loads of W and TC_TC / 4 broadcast
     // loads of T feed TC_TC * TC_NQ FMAs. (One output per loop, as before,
     // cost two loads per FMA: a quarter of the launch's instructions at
-    // n = 512, docs/perf/qr-gpu.md, session 14.) Each sum runs over r in
+    // n = 512; docs/history/qr-gpu-sessions.md, "a leaner tensor-core
+    // update".) Each sum runs over r in
     // order from 0; T's zeros past the triangle add zeros.
     {
         float sum[TC_TC][TC_NQ];
