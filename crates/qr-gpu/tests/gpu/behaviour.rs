@@ -10,7 +10,8 @@ use qr_core::{Backend, BatchMut, BatchRef, Factorization, Info, Shape, geqrf};
 use qr_gpu::{DeviceFactorization, GpuBackend, Strategy};
 use qr_verify::{Case, LAPACK_THRESH, LapackType, Spec, generate, lapack_ratios};
 
-use super::{BoxedTest, spec};
+use super::BoxedTest;
+use super::common::{gate, same_f32_bits, spec};
 
 /// A signalling NaN with a payload: no arithmetic produces it, so an output
 /// element still holding it was never written.
@@ -34,10 +35,6 @@ fn supported(b: &GpuBackend, batch: usize, orders: &[usize]) -> Vec<usize> {
         .copied()
         .filter(|&n| Shape::new(batch, n).is_ok_and(|sh| b.plan(sh).is_ok()))
         .collect()
-}
-
-pub(crate) fn same_bits(x: &[f32], y: &[f32]) -> bool {
-    x.len() == y.len() && x.iter().zip(y).all(|(p, q)| p.to_bits() == q.to_bits())
 }
 
 /// Matrix `m` of a batch of order `n`: its `H` and `tau` ranges.
@@ -68,8 +65,8 @@ fn same_matrices(
     for &m in ms {
         let (hm, tm) = parts(n, m);
         if f.info[m] != base.info[m]
-            || !same_bits(&f.h[hm.clone()], &base.h[hm])
-            || !same_bits(&f.tau[tm.clone()], &base.tau[tm])
+            || !same_f32_bits(&f.h[hm.clone()], &base.h[hm])
+            || !same_f32_bits(&f.tau[tm.clone()], &base.tau[tm])
         {
             return Err(format!("{what}: matrix {m} changed beside a flagged one").into());
         }
@@ -131,7 +128,7 @@ fn special_matrices(g: &GpuBackend, s: Strategy) -> Result<(), Failed> {
         }
         for (m, name) in [(1, "identity"), (2, "upper-triangular")] {
             let (hm, tm) = parts(n, m);
-            if !same_bits(&f.h[hm.clone()], &a[hm]) || !f.tau[tm].iter().all(|&t| t == 0.0) {
+            if !same_f32_bits(&f.h[hm.clone()], &a[hm]) || !f.tau[tm].iter().all(|&t| t == 0.0) {
                 return Err(format!("{what}: {name} matrix not returned unchanged").into());
             }
         }
@@ -168,7 +165,7 @@ fn order_one(g: &GpuBackend, s: Strategy) -> Result<(), Failed> {
     let last = a.len() - 1;
     flagged(&f, 1, last, Info::NON_FINITE, &format!("{s} n=1"))?;
     if f.info[..last].iter().any(|i| !i.is_ok())
-        || !same_bits(&f.h[..last], &a[..last])
+        || !same_f32_bits(&f.h[..last], &a[..last])
         || !f.tau[..last].iter().all(|t| t.to_bits() == 0)
     {
         return Err(format!(
@@ -249,7 +246,7 @@ fn overflow_flagged(g: &GpuBackend, s: Strategy) -> Result<(), Failed> {
             .iter()
             .map(|&x| (f64::from(x) * scale) as f32)
             .collect();
-        super::gate(&b, shape, &big, &format!("{what} at column norm MAX/(8n)"))?;
+        gate(&b, shape, &big, &format!("{what} at column norm MAX/(8n)"))?;
     }
     Ok(())
 }
@@ -317,7 +314,7 @@ fn poisoned_outputs_are_written(g: &GpuBackend, s: Strategy) -> Result<(), Faile
             return Err(format!("{what}: info {:?}", f.info).into());
         }
         let host = geqrf(&b, shape, &a)?;
-        if !same_bits(&f.h, &host.h) || !same_bits(&f.tau, &host.tau) {
+        if !same_f32_bits(&f.h, &host.h) || !same_f32_bits(&f.tau, &host.tau) {
             return Err(format!("{what}: device and host API disagree").into());
         }
     }

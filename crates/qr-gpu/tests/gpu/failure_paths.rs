@@ -9,10 +9,8 @@ use qr_core::{Backend, Factorization, Info, QrError, Shape, geqrf};
 use qr_gpu::GpuBackend;
 use qr_verify::{Case, generate};
 
-use super::behaviour::{
-    INFO_POISON, POISON, poisoned_outputs, poisoned_parts, read_back, same_bits,
-};
-use super::{gate, spec};
+use super::behaviour::{INFO_POISON, POISON, poisoned_outputs, poisoned_parts, read_back};
+use super::common::{gate, same_f32_bits, spec};
 
 /// A normal batch through both APIs still meets the bar.
 fn still_works(g: &GpuBackend, what: &str) -> Result<(), Failed> {
@@ -25,7 +23,7 @@ fn still_works(g: &GpuBackend, what: &str) -> Result<(), Failed> {
     g.geqrf_device(&da, &mut dev)?;
     let f = read_back(g, &dev)?;
     let host = geqrf(g, shape, &a)?;
-    if !f.all_ok() || !same_bits(&f.h, &host.h) || !same_bits(&f.tau, &host.tau) {
+    if !f.all_ok() || !same_f32_bits(&f.h, &host.h) || !same_f32_bits(&f.tau, &host.tau) {
         return Err(format!("{what}: the device API disagrees with the host API after").into());
     }
     Ok(())
@@ -116,7 +114,7 @@ fn device_api_rejects_short_buffers(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     g.geqrf_device(&da, &mut dev)?;
     let f = read_back(g, &dev)?;
     let host = geqrf(&**g, shape, &a)?;
-    if !same_bits(&f.h, &host.h) || !same_bits(&f.tau, &host.tau) || !f.all_ok() {
+    if !same_f32_bits(&f.h, &host.h) || !same_f32_bits(&f.tau, &host.tau) || !f.all_ok() {
         return Err("longer device buffers: wrong result".into());
     }
     let s = g.stream();
@@ -211,8 +209,8 @@ fn engines_in_threads(g: &Arc<GpuBackend>) -> Result<(), Failed> {
                 let (shape, a) = &cases[i];
                 let f = geqrf(b, *shape, a).map_err(|e| format!("{who}: {e}"))?;
                 if f.info != serial[i].info
-                    || !same_bits(&f.h, &serial[i].h)
-                    || !same_bits(&f.tau, &serial[i].tau)
+                    || !same_f32_bits(&f.h, &serial[i].h)
+                    || !same_f32_bits(&f.tau, &serial[i].tau)
                 {
                     return Err(format!("{who}, round {round}: {shape} differs from serial"));
                 }

@@ -11,7 +11,8 @@ use qr_gpu::GpuBackend;
 use qr_verify::q_gate::{Applied, QrOutputs};
 use qr_verify::{Case, check_orgqr, check_ormqr, check_qr, generate};
 
-use super::{Test, batch_for, spec};
+use super::Test;
+use super::common::{batch_for, spec};
 
 /// The Q tests, by name.
 pub(crate) const TRIALS: [(&str, Test); 5] = [

@@ -1,0 +1,389 @@
+//! Kernel variants whose tests check more than the table in `variants.rs`
+//! does: the planner's choice, overflow flagged as by the default kernel,
+//! zero columns, several tunings against each other, and the variants'
+//! own edge sizes.
+
+use std::sync::Arc;
+
+use libtest_mimic::Failed;
+use qr_core::{Info, Shape, geqrf};
+use qr_gpu::{GpuBackend, Strategy};
+use qr_verify::{Case, generate};
+
+use super::common::{
+    batch_for, extreme_scales_twice, gate, gate_orders, panel_variant, same_bits, same_f32_bits,
+    same_outputs, sizes_and_cases, spec, tiny_twice,
+};
+use super::strategies::zero_columns_on;
+
+/// The register-resident panel kernel (2 rows per thread by default) on
+/// the blocked and cluster paths: sizes around its
+/// block limits, every distribution, inputs of 1e-30s, and two runs
+/// bitwise identical; then its fold (`Tuning::reg_panel_fold`, off by
+/// default) through the same sizes and distributions, and beside the
+/// checks stream bitwise equal to the checks first.
+pub(crate) fn register_panel(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        reg_panel_rows_per_thread: 2,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning.clone())
+            .with_strategy(Some(s));
+        for (i, n) in [1, 31, 33, 65, 200, 511, 513, 1000, 2048]
+            .into_iter()
+            .enumerate()
+        {
+            if s == Strategy::Blocked && n > 1024 {
+                continue;
+            }
+            let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+            let sp = spec(batch_for(n), n, 2.0, case);
+            let a = generate(&sp, 500 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} register panel {sp}"))?;
+        }
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(3, 300, 2.0, case);
+            let a = generate(&sp, 600 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} register panel {sp}"))?;
+        }
+        tiny_twice(
+            &b,
+            spec(2, 257, 1.0, Case::Dense),
+            13,
+            &format!("{s} register panel"),
+        )?;
+    }
+    // The register panel's fold (`Tuning::reg_panel_fold`), and beside the
+    // mid-factorization check (the checks stream forced) bitwise equal to
+    // the check first.
+    let fold = qr_gpu::Tuning {
+        reg_panel_fold: true,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &fold, Strategy::Blocked, "register panel fold", 2500)?;
+    let aside = (**g)
+        .clone()
+        .with_strategy(Some(Strategy::Blocked))
+        .with_tuning(qr_gpu::Tuning {
+            checks_aside_min_l2: 0,
+            ..fold.clone()
+        });
+    let first = aside.clone().with_tuning(qr_gpu::Tuning {
+        checks_aside: false,
+        ..fold
+    });
+    let specs = sizes_and_cases(&[65, 96, 97, 200, 512], (3, 300, 0.0), 20);
+    same_bits(
+        &aside,
+        &first,
+        &specs,
+        2600,
+        "register panel fold checks aside",
+    )
+}
+
+/// The register panel by halves (`Tuning::reg_panel_halves`, off by
+/// default): the tall panels of a block alone at one row per thread (n from
+/// 320 to 512), every distribution, inputs of 1e-30s, overflowing inputs
+/// flagged as by the whole-row panel, and two runs bitwise identical.
+pub(crate) fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        reg_panel_halves: true,
+        ..qr_gpu::Tuning::default()
+    };
+    let b = blocked(g, tuning);
+    let plan = b.plan(Shape::new(40, 352)?)?;
+    if !plan.panel.reg_halves {
+        return Err(format!("halves not planned: {plan}").into());
+    }
+    gate_orders(
+        &b,
+        &[320, 333, 352, 383, 384, 416, 449, 480, 511, 512],
+        0,
+        3200,
+        "halves",
+    )?;
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, 352 + i, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 3300 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("halves {sp}"))?;
+    }
+    tiny_twice(&b, spec(2, 400, 1.0, Case::Dense), 3400, "halves")?;
+    let whole = (**g).clone().with_strategy(Some(Strategy::Blocked));
+    overflow_flagged_alike(&b, &whole, &[333, 512], "halves", false)
+}
+
+/// The warp kernel (`Tuning::smem_warp_max_n`, off by default): orders 1
+/// to 32 on every distribution, the planner's choice for them, inputs of
+/// 1e-30s and 1e+30s with a zero column and two runs bitwise identical,
+/// NaN and overflowing matrices beside finite ones, zero columns.
+pub(crate) fn smem_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        smem_warp_max_n: 32,
+        ..qr_gpu::Tuning::default()
+    };
+    let b = (**g).clone().with_tuning(tuning);
+    for n in [1, 2, 3, 5, 16, 17, 31, 32] {
+        let p = b.plan(Shape::new(20, n)?)?;
+        if p.strategy != Strategy::Smem || !p.warp {
+            return Err(format!("n = {n}: the planner chose {p}").into());
+        }
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(5, n, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+            let a = generate(&sp, 1900 + 31 * n as u64 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("smem warp {sp}"))?;
+        }
+    }
+    let sp = spec(3, 29, 1.0, Case::Dense);
+    extreme_scales_twice(&b, sp, (23, 11), "smem warp")?;
+    // A NaN matrix and one whose R overflows f32 beside a finite one.
+    let mut a = generate(&sp, 24);
+    a[29 * 29 + 100] = f32::NAN;
+    a[2 * 29 * 29..].iter_mut().for_each(|x| *x = 3.0e38);
+    let f = geqrf(&b, sp.shape()?, &a)?;
+    let filled = f.h[29 * 29..]
+        .iter()
+        .chain(&f.tau[29..])
+        .all(|x| x.is_nan());
+    if f.info != [Info::OK, Info::NON_FINITE, Info::OVERFLOW] || !filled {
+        return Err(format!("smem warp: info {:?}, NaN-filled {filled}", f.info).into());
+    }
+    let one = Shape::new(1, 29)?;
+    let report = qr_verify::check(one, &a[..29 * 29], &f.h[..29 * 29], &f.tau[..29])?;
+    if !report.meets_bar() {
+        return Err("smem warp: the finite matrix beside flagged ones fails the bar".into());
+    }
+    zero_columns_on(&b, "smem warp", 32)
+}
+
+/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps` 4;
+/// the default picks them only for batches of many waves) on every panel
+/// strategy: sizes around its row and column steps, every distribution,
+/// and two runs bitwise identical.
+pub(crate) fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let tuning = qr_gpu::Tuning {
+        tensor_warps: 4,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {
+        let b = (**g)
+            .clone()
+            .with_tuning(tuning.clone())
+            .with_strategy(Some(s));
+        let label = format!("{s} tensor warps 4");
+        gate_orders(&b, &[33, 65, 200, 513, 1000], 1, 700, &label)?;
+        for (i, case) in Case::all().enumerate() {
+            let sp = spec(3, 300, 2.0, case);
+            let a = generate(&sp, 800 + i as u64);
+            gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
+        }
+        let sp = spec(2, 257, 1.0, Case::Dense);
+        let a = generate(&sp, 17);
+        let one = geqrf(&b, sp.shape()?, &a)?;
+        let two = geqrf(&b, sp.shape()?, &a)?;
+        if !same_outputs(&one, &two) {
+            return Err(format!("{s} tensor warps 4: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
+/// The tensor-core update with each tile's rows split over a cluster
+/// (`Tuning::tensor_row_split`): with 16 rows per block at least, so that
+/// small orders split too (chunks of one row and empty ones included), on
+/// both strategies, see `panel_variant`; then the default split against
+/// none on few-matrix orders, each gated and run twice for the same bits.
+pub(crate) fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let small = qr_gpu::Tuning {
+        tensor_row_split_min_rows: 16,
+        ..qr_gpu::Tuning::default()
+    };
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        panel_variant(g, &small, s, &format!("{s} tensor row split"), 3300)?;
+    }
+    let off = (**g).clone().with_tuning(qr_gpu::Tuning {
+        tensor_row_split: 0,
+        ..qr_gpu::Tuning::default()
+    });
+    let on = (**g).clone();
+    for (i, (batch, n)) in [(40, 352), (8, 1024), (2, 2048), (1, 4096)]
+        .into_iter()
+        .enumerate()
+    {
+        let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
+        let sp = spec(batch, n, 2.0, case);
+        let a = generate(&sp, 3400 + i as u64);
+        gate(&on, sp.shape()?, &a, &format!("tensor row split {sp}"))?;
+        gate(&off, sp.shape()?, &a, &format!("no tensor row split {sp}"))?;
+        let one = geqrf(&on, sp.shape()?, &a)?;
+        let two = geqrf(&on, sp.shape()?, &a)?;
+        if !same_outputs(&one, &two) {
+            return Err(format!("tensor row split {sp}: two runs differ").into());
+        }
+    }
+    Ok(())
+}
+
+/// Two-level panels (`Tuning::two_level_min_batch_per_sm` 0 forces them):
+/// see `panel_variant`; zero trailing columns starting in either half;
+/// panels ahead on the priority stream bitwise equal to one stream.
+pub(crate) fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    // The row split sums a look-ahead tile's W in another order than the
+    // same tile in a launch of many (by design), so the bitwise comparison
+    // with and without look-ahead below runs with it off.
+    let tuning = qr_gpu::Tuning {
+        two_level_min_batch_per_sm: 0,
+        tensor_row_split: 0,
+        ..qr_gpu::Tuning::default()
+    };
+    panel_variant(g, &tuning, Strategy::Blocked, "two level", 1500)?;
+    let b = blocked(g, tuning.clone());
+    for n in [200, 300] {
+        zero_columns_on(&b, "two level", n)?;
+    }
+    let plain = b.clone().with_tuning(qr_gpu::Tuning {
+        look_ahead: false,
+        ..tuning
+    });
+    let specs = sizes_and_cases(&[33, 48, 49, 64, 65, 97, 200, 512], (3, 300, 0.0), 40);
+    same_bits(&b, &plain, &specs, 1600, "two level look ahead")
+}
+
+/// L2 eviction priorities in the tensor-core update
+/// (`Tuning::tensor_l2_hints`, 1 and 2, here for batches of any size) and
+/// its update pass taken last slab first (`Tuning::tensor_update_reverse`,
+/// with the ring and with A2 resident): bitwise equal to the plain kernel
+/// (`switch_keeps_bits`), as neither a cache policy nor the order of
+/// independent tile rows changes a value.
+pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    for (hints, reverse, ring) in [
+        (1, false, true),
+        (2, false, true),
+        (0, true, true),
+        (1, true, true),
+        (0, true, false),
+    ] {
+        let base = qr_gpu::Tuning {
+            tensor_stage_ring: ring,
+            tensor_l2_hints_min_l2: 0,
+            ..qr_gpu::Tuning::default()
+        };
+        let variant = qr_gpu::Tuning {
+            tensor_l2_hints: hints,
+            tensor_update_reverse: reverse,
+            ..base.clone()
+        };
+        let plan = (**g)
+            .clone()
+            .with_tuning(variant.clone())
+            .plan(Shape::new(3, 512)?)?;
+        if plan.panel.tensor_l2_hints != hints {
+            return Err(format!("l2 hints {hints} not planned for a small batch: {plan}").into());
+        }
+        let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
+        let label = format!("l2 hints {hints} reverse {reverse} ring {ring}");
+        switch_keeps_bits(g, &base, &variant, (orders, (3, 400, 0.0)), 3200, &label)?;
+    }
+    Ok(())
+}
+
+/// The writers' overflow checks (`Tuning::fused_checks`, on): on the
+/// blocked and cluster strategies, every distribution and sizes around the
+/// panel and tile edges, bitwise equal to the separate checks, and inputs
+/// whose R overflows (in a panel, and in the R rows an update writes) are
+/// flagged `OVERFLOW` the same way, their neighbours untouched.
+pub(crate) fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let off = qr_gpu::Tuning {
+        fused_checks: false,
+        ..qr_gpu::Tuning::default()
+    };
+    let on = qr_gpu::Tuning::default();
+    let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
+    switch_keeps_bits(g, &off, &on, (orders, (3, 400, 0.0)), 2800, "fused checks")?;
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let on = (**g).clone().with_strategy(Some(s));
+        let plan = on.plan(Shape::new(3, 400)?)?;
+        if !plan.panel.fused_checks {
+            return Err(format!("{s}: no fused checks planned: {plan}").into());
+        }
+        let sep = on.clone().with_tuning(off.clone());
+        overflow_flagged_alike(&on, &sep, &[333, 513], &format!("{s} fused checks"), true)?;
+    }
+    Ok(())
+}
+
+/// The GPU backend of `g`'s device with `tuning`, the blocked strategy forced.
+fn blocked(g: &Arc<GpuBackend>, tuning: qr_gpu::Tuning) -> GpuBackend {
+    (**g)
+        .clone()
+        .with_tuning(tuning)
+        .with_strategy(Some(Strategy::Blocked))
+}
+
+/// Inputs whose R overflows, in a panel (matrix 1) and in R's rows an
+/// update writes (matrix 2), are flagged `OVERFLOW` by `b` at each order of
+/// `ns`, their neighbour untouched, with the same info as `reference` and,
+/// where `same_bits`, the same bits.
+fn overflow_flagged_alike(
+    b: &GpuBackend,
+    reference: &GpuBackend,
+    ns: &[usize],
+    label: &str,
+    same_bits: bool,
+) -> Result<(), Failed> {
+    for &n in ns {
+        let shape = Shape::new(3, n)?;
+        let mut a = generate(&spec(3, n, 1.0, Case::Dense), 2900 + n as u64);
+        let len = n * n;
+        let max = f32::MAX;
+        let c = max / (n as f32).sqrt() * 1.5;
+        for i in 0..n {
+            // Matrix 1: column 0 of norm MAX sqrt(n) / 2; matrix 2: column 0
+            // all ones and column 40 all c, so R[0][40] is 1.5 MAX, written
+            // by the update after the first panel.
+            a[len + i * n] = max / 2.0;
+            a[2 * len + i * n] = 1.0;
+            a[2 * len + i * n + 40] = c;
+        }
+        let one = geqrf(b, shape, &a)?;
+        let two = geqrf(reference, shape, &a)?;
+        let what = format!("{label}, overflow at n = {n}");
+        if one.info[1] != Info::OVERFLOW || one.info[2] != Info::OVERFLOW || !one.info[0].is_ok() {
+            return Err(format!("{what}: info {:?}", one.info).into());
+        }
+        if same_bits && !(same_f32_bits(&one.h, &two.h) && same_f32_bits(&one.tau, &two.tau)) {
+            return Err(format!("{what}: differs from the reference").into());
+        }
+        if one.info != two.info {
+            return Err(format!("{what}: info differs from the reference").into());
+        }
+    }
+    Ok(())
+}
+
+/// `variant` against `base` on the blocked and cluster strategies, on
+/// the orders `ns` (around the panel and tile edges; the tensor-core
+/// update's switches act only on its staged orders, divisible by 4) and
+/// every distribution at `cases`: the bits must be `base`'s.
+fn switch_keeps_bits(
+    g: &Arc<GpuBackend>,
+    base: &qr_gpu::Tuning,
+    variant: &qr_gpu::Tuning,
+    (ns, cases): (&[usize], (usize, usize, f64)),
+    seed: u64,
+    label: &str,
+) -> Result<(), Failed> {
+    for s in [Strategy::Blocked, Strategy::Cluster] {
+        let plain = (**g)
+            .clone()
+            .with_strategy(Some(s))
+            .with_tuning(base.clone());
+        let on = plain.clone().with_tuning(variant.clone());
+        let specs = sizes_and_cases(ns, cases, 20);
+        same_bits(&on, &plain, &specs, seed, &format!("{s} {label}"))?;
+    }
+    Ok(())
+}

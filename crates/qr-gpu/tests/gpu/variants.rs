@@ -1,0 +1,605 @@
+//! Tuning switches and kernel variants, as data: each row of `ROWS` flips
+//! knobs of the default tuning and, on each of its strategies, either
+//! gates the result (at given orders, or through `panel_variant` or
+//! `smem_variant`) or requires it bit for bit equal to a reference
+//! tuning's. Variant tests that check more than that are functions, in
+//! `kernel_variants.rs` and `streams.rs`.
+
+use std::sync::Arc;
+
+use libtest_mimic::Failed;
+use qr_core::{Info, Shape, geqrf};
+use qr_gpu::{GpuBackend, Strategy, Tuning};
+use qr_verify::{Case, generate};
+
+use super::BoxedTest;
+use super::common::{
+    batch_for, extreme_scales_twice, gate, gate_orders, panel_variant, same_bits, sizes,
+    sizes_and_cases, spec,
+};
+
+/// One trial: its runs in turn.
+pub(crate) struct Row {
+    /// The trial's name.
+    pub(crate) name: &'static str,
+    runs: &'static [Run],
+}
+
+/// One tuning, checked on each of its strategies in turn.
+struct Run {
+    /// The failure messages' label; `{s}` stands for the strategy.
+    label: &'static str,
+    /// Turns the default tuning into the one under test.
+    flip: fn(&mut Tuning),
+    strategies: &'static [Strategy],
+    check: Check,
+}
+
+/// What a run requires of its tuning on a strategy.
+enum Check {
+    /// `gate_orders` at `orders`, the cases from `case0`.
+    Orders {
+        orders: &'static [usize],
+        case0: usize,
+        seed: u64,
+    },
+    /// `panel_variant`.
+    Panel { seed: u64 },
+    /// `smem_variant` (its strategy is `smem`).
+    Smem,
+    /// `same_bits` (the run's tuning gated, its bits those of the default
+    /// tuning flipped by `reference`) on
+    /// `sizes_and_cases(orders, cases, cases_from)`.
+    Bits {
+        reference: fn(&mut Tuning),
+        orders: &'static [usize],
+        cases: (usize, usize, f64),
+        cases_from: usize,
+        seed: u64,
+    },
+}
+
+const BLOCKED: &[Strategy] = &[Strategy::Blocked];
+const CLUSTER: &[Strategy] = &[Strategy::Cluster];
+const SMEM: &[Strategy] = &[Strategy::Smem];
+const BLOCKED_CLUSTER: &[Strategy] = &[Strategy::Blocked, Strategy::Cluster];
+const PANELS: &[Strategy] = &[Strategy::Blocked, Strategy::Cluster, Strategy::Large];
+
+/// The trial of `ROWS`' row `name`.
+pub(crate) fn trial(name: &str) -> BoxedTest {
+    let row = ROWS
+        .iter()
+        .find(|r| r.name == name)
+        .unwrap_or_else(|| panic!("no row {name} in the variants table"));
+    Box::new(move |g| run_row(g, row))
+}
+
+fn run_row(g: &Arc<GpuBackend>, row: &Row) -> Result<(), Failed> {
+    for run in row.runs {
+        let mut tuning = Tuning::default();
+        (run.flip)(&mut tuning);
+        for &s in run.strategies {
+            let label = run.label.replace("{s}", &s.to_string());
+            let forced = || {
+                (**g)
+                    .clone()
+                    .with_tuning(tuning.clone())
+                    .with_strategy(Some(s))
+            };
+            match run.check {
+                Check::Orders {
+                    orders,
+                    case0,
+                    seed,
+                } => gate_orders(&forced(), orders, case0, seed, &label)?,
+                Check::Panel { seed } => panel_variant(g, &tuning, s, &label, seed)?,
+                Check::Smem => smem_variant(g, &tuning, &label)?,
+                Check::Bits {
+                    reference,
+                    orders,
+                    cases,
+                    cases_from,
+                    seed,
+                } => {
+                    let mut base = Tuning::default();
+                    reference(&mut base);
+                    let variant = forced();
+                    let reference = variant.clone().with_tuning(base);
+                    let specs = sizes_and_cases(orders, cases, cases_from);
+                    same_bits(&variant, &reference, &specs, seed, &label)?;
+                }
+            }
+        }
+    }
+    Ok(())
+}
+
+/// The rows, grouped by the kernels they vary.
+pub(crate) static ROWS: &[Row] = &[
+    // The blocked panel's two-rows-per-warp update (`Tuning::panel_row_pairs`,
+    // off by default).
+    Row {
+        name: "panel_row_pairs",
+        runs: &[Run {
+            label: "panel row pairs",
+            flip: |t| t.panel_row_pairs = true,
+            strategies: BLOCKED,
+            check: Check::Panel { seed: 1000 },
+        }],
+    },
+    // The blocked panel with one block barrier per reflector
+    // (`Tuning::panel_one_barrier`, the default), with two reflectors per
+    // barrier (`Tuning::panel_two_step`), with float32 reflectors
+    // (`Tuning::float_reflector`; its row loop plain and software-pipelined,
+    // `Tuning::panel_pipeline_max_threads`) and with two barriers per
+    // reflector (rank-deficient and 1e-30 inputs take the double redo,
+    // nearly collinear columns the two-step loop's fallback).
+    Row {
+        name: "panel_barriers",
+        runs: &[
+            Run {
+                label: "panel one barrier true, two step false, float reflector false, pipelined up to 0 threads",
+                flip: barriers::<true, false, false, 0>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1300 },
+            },
+            Run {
+                label: "panel one barrier true, two step false, float reflector true, pipelined up to 0 threads",
+                flip: barriers::<true, false, true, 0>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1300 },
+            },
+            Run {
+                label: "panel one barrier true, two step false, float reflector true, pipelined up to 1024 threads",
+                flip: barriers::<true, false, true, 1024>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1300 },
+            },
+            Run {
+                label: "panel one barrier true, two step true, float reflector false, pipelined up to 0 threads",
+                flip: barriers::<true, true, false, 0>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1300 },
+            },
+            Run {
+                label: "panel one barrier false, two step false, float reflector false, pipelined up to 0 threads",
+                flip: barriers::<false, false, false, 0>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1300 },
+            },
+        ],
+    },
+    // The four-columns-per-lane panel update (`Tuning::panel_quad`) with one
+    // block per matrix (256 and 512 threads) and with blocks meeting through
+    // global memory (`large`).
+    Row {
+        name: "panel_quad",
+        runs: &[
+            Run {
+                label: "{s} panel quad 256",
+                flip: quad::<256>,
+                strategies: &[Strategy::Blocked, Strategy::Large],
+                check: Check::Panel { seed: 1200 },
+            },
+            Run {
+                label: "{s} panel quad 512",
+                flip: quad::<512>,
+                strategies: &[Strategy::Blocked, Strategy::Large],
+                check: Check::Panel { seed: 1200 },
+            },
+        ],
+    },
+    // The register panel's cluster loops: one meeting per reflector
+    // (`Tuning::reg_panel_cluster_one_barrier`, the default) and two, plus
+    // orders that take clusters of 2 to 8 blocks.
+    Row {
+        name: "register_cluster_meetings",
+        runs: &[
+            Run {
+                label: "register cluster one barrier true",
+                flip: |t| t.reg_panel_cluster_one_barrier = true,
+                strategies: CLUSTER,
+                check: Check::Panel { seed: 3000 },
+            },
+            Run {
+                label: "register cluster one barrier true",
+                flip: |t| t.reg_panel_cluster_one_barrier = true,
+                strategies: CLUSTER,
+                check: Check::Orders {
+                    orders: &[2048, 3000, 4096],
+                    case0: 2,
+                    seed: 3200,
+                },
+            },
+            Run {
+                label: "register cluster one barrier false",
+                flip: |t| t.reg_panel_cluster_one_barrier = false,
+                strategies: CLUSTER,
+                check: Check::Panel { seed: 3000 },
+            },
+            Run {
+                label: "register cluster one barrier false",
+                flip: |t| t.reg_panel_cluster_one_barrier = false,
+                strategies: CLUSTER,
+                check: Check::Orders {
+                    orders: &[2048, 3000, 4096],
+                    case0: 2,
+                    seed: 3200,
+                },
+            },
+        ],
+    },
+    // The cluster panel's pull meeting (`Tuning::cluster_push_meet` off;
+    // push is the default): the default is gated and must be bitwise equal
+    // to the pull meeting (both add the same values in the same order).
+    Row {
+        name: "cluster_push_meet",
+        runs: &[Run {
+            label: "cluster push meet",
+            flip: |_| {},
+            strategies: CLUSTER,
+            check: Check::Bits {
+                reference: |t| t.cluster_push_meet = false,
+                orders: &[33, 240, 513, 1000, 2048, 4096],
+                cases: (2, 700, 2.0),
+                cases_from: 10,
+                seed: 900,
+            },
+        }],
+    },
+    // The previous panel's update of each panel's columns folded into the
+    // panel (`Tuning::panel_fold`, the default for few matrices): the
+    // strategy tests run it; here the unfolded path (a tensor-core launch
+    // of that update between the panels), and the fold beside the
+    // mid-factorization check (`Tuning::checks_aside` forced), bitwise
+    // equal to the check first.
+    Row {
+        name: "panel_fold",
+        runs: &[
+            Run {
+                label: "no fold",
+                flip: |t| t.panel_fold = false,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 2200 },
+            },
+            Run {
+                label: "fold checks aside",
+                flip: |t| t.checks_aside_min_l2 = 0,
+                strategies: BLOCKED,
+                check: Check::Bits {
+                    reference: |t| t.checks_aside = false,
+                    orders: &[65, 96, 97, 200, 512],
+                    cases: (3, 300, 0.0),
+                    cases_from: 20,
+                    seed: 2300,
+                },
+            },
+        ],
+    },
+    // The `smem` kernels on each matrix's trailing corner
+    // (`Tuning::corner_max_n`, off by default): off, up to 64 columns (the
+    // register kernel's range), and up to 160 (the shared-memory kernels',
+    // with one and with three barriers per column), on the blocked and
+    // cluster paths (`panel_variant`'s sizes put corners of 33 to 159
+    // columns after one or more panels).
+    Row {
+        name: "corner",
+        runs: &[
+            Run {
+                label: "{s} corner up to 0, smem one barrier true",
+                flip: corner::<0, true>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1400 },
+            },
+            Run {
+                label: "{s} corner up to 64, smem one barrier true",
+                flip: corner::<64, true>,
+                strategies: BLOCKED_CLUSTER,
+                check: Check::Panel { seed: 1400 },
+            },
+            Run {
+                label: "{s} corner up to 160, smem one barrier true",
+                flip: corner::<160, true>,
+                strategies: BLOCKED_CLUSTER,
+                check: Check::Panel { seed: 1400 },
+            },
+            Run {
+                label: "{s} corner up to 160, smem one barrier false",
+                flip: corner::<160, false>,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 1400 },
+            },
+        ],
+    },
+    // The `smem` kernels that keep the matrix in shared memory, with three
+    // barriers per column and with one (`Tuning::smem_one_barrier`,
+    // `Tuning::smem_register_max_rows` 0; float32 reflectors, and double
+    // ones with one barrier): the strategy tests run the default, the
+    // register kernel for small orders.
+    Row {
+        name: "smem_shared_kernels",
+        runs: &[
+            Run {
+                label: "smem one barrier false, float reflector true, shared memory",
+                flip: smem_shared::<false, true>,
+                strategies: SMEM,
+                check: Check::Smem,
+            },
+            Run {
+                label: "smem one barrier true, float reflector true, shared memory",
+                flip: smem_shared::<true, true>,
+                strategies: SMEM,
+                check: Check::Smem,
+            },
+            Run {
+                label: "smem one barrier true, float reflector false, shared memory",
+                flip: smem_shared::<true, false>,
+                strategies: SMEM,
+                check: Check::Smem,
+            },
+        ],
+    },
+    // The register `smem` kernel beyond its default range (up to 16 rows
+    // per thread at 4 and 8 threads per column).
+    Row {
+        name: "smem_registers",
+        runs: &[
+            Run {
+                label: "smem registers tpc 4",
+                flip: smem_registers::<4>,
+                strategies: SMEM,
+                check: Check::Smem,
+            },
+            Run {
+                label: "smem registers tpc 8",
+                flip: smem_registers::<8>,
+                strategies: SMEM,
+                check: Check::Smem,
+            },
+        ],
+    },
+    // The cuBLAS SGEMM trailing update (the fallback of devices without
+    // tf32 tensor cores) on every panel strategy, sizes around the limits.
+    Row {
+        name: "sgemm_trailing",
+        runs: &[Run {
+            label: "{s} sgemm",
+            flip: |t| t.tensor_trailing = false,
+            strategies: PANELS,
+            check: Check::Orders {
+                orders: &[33, 200, 513, 1000],
+                case0: 3,
+                seed: 300,
+            },
+        }],
+    },
+    // The tensor-core update with the split's low parts rounded to tf32 too
+    // (`Tuning::tensor_lo_truncate` off; on by default): the default
+    // (truncated) side is what every other test runs.
+    Row {
+        name: "tensor_lo_rounded",
+        runs: &[
+            Run {
+                label: "tensor lo rounded",
+                flip: |t| t.tensor_lo_truncate = false,
+                strategies: BLOCKED,
+                check: Check::Panel { seed: 3000 },
+            },
+            Run {
+                label: "cluster tensor lo rounded",
+                flip: |t| t.tensor_lo_truncate = false,
+                strategies: CLUSTER,
+                check: Check::Panel { seed: 3100 },
+            },
+        ],
+    },
+    // The tensor-core update with A2 staged in shared memory
+    // (`Tuning::tensor_stage_depth`, resident tiles and rings), sizes
+    // around its row steps and the staging limit (tall updates stream,
+    // later ones stage), bitwise equal to the streaming update (the same
+    // products summed in the same order).
+    Row {
+        name: "tensor_stage",
+        runs: &[
+            Run {
+                label: "{s} tensor stage 3 warps 4 rows 1024 ring false",
+                flip: staged::<3, 4, 1024, false>,
+                strategies: PANELS,
+                check: Check::Bits {
+                    reference: streamed::<4>,
+                    orders: &[33, 65, 200, 513, 1000],
+                    cases: (3, 300, 0.0),
+                    cases_from: 30,
+                    seed: 1400,
+                },
+            },
+            Run {
+                label: "{s} tensor stage 2 warps 8 rows 300 ring false",
+                flip: staged::<2, 8, 300, false>,
+                strategies: PANELS,
+                check: Check::Bits {
+                    reference: streamed::<8>,
+                    orders: &[33, 65, 200, 513, 1000],
+                    cases: (3, 300, 0.0),
+                    cases_from: 30,
+                    seed: 1400,
+                },
+            },
+            Run {
+                label: "{s} tensor stage 2 warps 4 rows 0 ring true",
+                flip: staged::<2, 4, 0, true>,
+                strategies: PANELS,
+                check: Check::Bits {
+                    reference: streamed::<4>,
+                    orders: &[33, 65, 200, 513, 1000],
+                    cases: (3, 300, 0.0),
+                    cases_from: 30,
+                    seed: 1400,
+                },
+            },
+            Run {
+                label: "{s} tensor stage 3 warps 8 rows 0 ring true",
+                flip: staged::<3, 8, 0, true>,
+                strategies: PANELS,
+                check: Check::Bits {
+                    reference: streamed::<8>,
+                    orders: &[33, 65, 200, 513, 1000],
+                    cases: (3, 300, 0.0),
+                    cases_from: 30,
+                    seed: 1400,
+                },
+            },
+        ],
+    },
+    // Panels running ahead on the priority stream (`Tuning::look_ahead`),
+    // sizes around one, two and three panels, bitwise equal to the
+    // single-stream result (the same operations in the same order per
+    // element). The row split sums a look-ahead tile's W in another order
+    // than the same tile in a launch of many (by design), so it is off on
+    // both sides.
+    Row {
+        name: "look_ahead",
+        runs: &[Run {
+            label: "{s} look ahead",
+            flip: |t| {
+                t.tensor_row_split = 0;
+                t.look_ahead = true;
+            },
+            strategies: BLOCKED_CLUSTER,
+            check: Check::Bits {
+                reference: |t| {
+                    t.tensor_row_split = 0;
+                    t.look_ahead = false;
+                },
+                orders: &[33, 63, 64, 65, 96, 97, 200, 512, 1000],
+                cases: (3, 300, 0.0),
+                cases_from: 20,
+                seed: 1300,
+            },
+        }],
+    },
+    // The input scan beside the first panel and update
+    // (`Tuning::checks_aside`, forced from any size), bitwise equal (H, tau
+    // and info) to the scan first.
+    Row {
+        name: "checks_aside",
+        runs: &[Run {
+            label: "{s} checks aside",
+            flip: |t| {
+                t.checks_aside = true;
+                t.checks_aside_min_l2 = 0;
+            },
+            strategies: PANELS,
+            check: Check::Bits {
+                reference: |t| t.checks_aside = false,
+                orders: &[1, 32, 33, 64, 65, 200, 512],
+                cases: (3, 300, 0.0),
+                cases_from: 20,
+                seed: 1400,
+            },
+        }],
+    },
+];
+
+/// `panel_barriers`' tunings: one block barrier per reflector or two, two
+/// reflectors per barrier (on the tall panel too), float32 reflectors, and
+/// their row loop pipelined up to `PIPE` threads.
+fn barriers<const ONE: bool, const TWO_STEP: bool, const FLOAT: bool, const PIPE: u32>(
+    t: &mut Tuning,
+) {
+    t.panel_one_barrier = ONE;
+    t.panel_two_step = TWO_STEP;
+    t.blocked_tall_panel_two_step = TWO_STEP;
+    t.float_reflector = FLOAT;
+    t.panel_pipeline_max_threads = PIPE;
+}
+
+/// `panel_quad`'s tunings: four columns per lane, `THREADS` per panel on
+/// both strategies.
+fn quad<const THREADS: u32>(t: &mut Tuning) {
+    t.panel_quad = true;
+    t.blocked_panel_threads = THREADS;
+    t.large_panel_threads = THREADS;
+}
+
+/// `corner`'s tunings: corners up to `MAX` columns, one barrier per column
+/// in the shared-memory kernels or three.
+fn corner<const MAX: usize, const ONE: bool>(t: &mut Tuning) {
+    t.corner_max_n = MAX;
+    t.smem_one_barrier = ONE;
+}
+
+/// `smem_shared_kernels`' tunings: no register kernel.
+fn smem_shared<const ONE: bool, const FLOAT: bool>(t: &mut Tuning) {
+    t.smem_one_barrier = ONE;
+    t.smem_register_max_rows = 0;
+    t.float_reflector = FLOAT;
+}
+
+/// `smem_registers`' tunings.
+fn smem_registers<const TPC: u32>(t: &mut Tuning) {
+    t.smem_tpc = [TPC; 3];
+    t.smem_register_max_rows = 16;
+}
+
+/// `tensor_stage`'s reference: the streaming update at `WARPS` warps.
+fn streamed<const WARPS: u32>(t: &mut Tuning) {
+    t.tensor_warps = WARPS;
+    t.tensor_stage_depth = 0;
+}
+
+/// `tensor_stage`'s variants: `streamed::<WARPS>` with A2 staged.
+fn staged<const DEPTH: u32, const WARPS: u32, const MAX_ROWS: usize, const RING: bool>(
+    t: &mut Tuning,
+) {
+    streamed::<WARPS>(t);
+    t.tensor_stage_depth = DEPTH;
+    t.tensor_stage_max_rows = MAX_ROWS;
+    t.tensor_stage_ring = RING;
+}
+
+/// An `smem` kernel variant: sizes up to the shared-memory limit, every
+/// distribution, inputs of 1e-30s and 1e+30s with a zero column, two runs
+/// bitwise identical, and a NaN matrix beside a finite one.
+fn smem_variant(g: &Arc<GpuBackend>, tuning: &qr_gpu::Tuning, label: &str) -> Result<(), Failed> {
+    let b = (**g)
+        .clone()
+        .with_tuning(tuning.clone())
+        .with_strategy(Some(Strategy::Smem));
+    for (i, n) in sizes(g, Strategy::Smem).into_iter().enumerate() {
+        let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
+        let sp = spec(batch_for(n), n, 2.0, case);
+        let a = generate(&sp, 1500 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
+    }
+    // Orders every smem kernel takes by default or in the tests' tunings.
+    for (i, case) in Case::all().enumerate() {
+        let sp = spec(3, 60, if i % 2 == 0 { 2.0 } else { 0.0 }, case);
+        let a = generate(&sp, 1600 + i as u64);
+        gate(&b, sp.shape()?, &a, &format!("{label} {sp}"))?;
+    }
+    let sp = spec(2, 57, 1.0, Case::Dense);
+    extreme_scales_twice(&b, sp, (21, 20), label)?;
+    // A NaN matrix beside a finite one: flagged and NaN-filled, the other
+    // factored (each kernel has its own copy of the scan).
+    let mut a = generate(&sp, 22);
+    a[57 * 57 + 100] = f32::NAN;
+    let f = geqrf(&b, sp.shape()?, &a)?;
+    let flagged = f.h[57 * 57..]
+        .iter()
+        .chain(&f.tau[57..])
+        .all(|x| x.is_nan());
+    if f.info != [Info::OK, Info::NON_FINITE] || !flagged {
+        return Err(format!(
+            "{label}: NaN matrix info {:?}, NaN-filled {flagged}",
+            f.info
+        )
+        .into());
+    }
+    let one = Shape::new(1, 57)?;
+    let report = qr_verify::check(one, &a[..57 * 57], &f.h[..57 * 57], &f.tau[..57])?;
+    if !report.meets_bar() {
+        return Err(format!("{label}: the finite matrix beside a NaN one fails the bar").into());
+    }
+    Ok(())
+}
