@@ -243,7 +243,7 @@ fn check_module(
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeSet;
 
     use qr_core::Shape;
@@ -254,7 +254,7 @@ mod tests {
 
     /// A100 (sm_80), RTX A6000 (sm_86), L40S (sm_89), H200 (sm_90), B200
     /// (sm_100) and RTX 5090 (sm_120).
-    fn devices() -> Vec<DeviceInfo> {
+    pub(crate) fn devices() -> Vec<DeviceInfo> {
         vec![
             device("A100", (8, 0), 108, 163, 40),
             device("RTX A6000", (8, 6), 84, 99, 6),
@@ -269,13 +269,19 @@ mod tests {
     /// may opt into from CUDA's per-capability tables (CUDA C++
     /// Programming Guide, "Technical Specifications per Compute
     /// Capability"), and its board's SM count and L2.
-    fn device(name: &str, cc: (i32, i32), sms: u32, optin_kib: usize, l2_mib: usize) -> DeviceInfo {
+    pub(crate) fn device(
+        name: &str,
+        cc: (i32, i32),
+        sms: u32,
+        optin_kib: usize,
+        l2_mib: usize,
+    ) -> DeviceInfo {
         DeviceInfo::modelled(name, cc, sms, optin_kib * 1024, l2_mib << 20)
     }
 
     /// The benchmark set's shapes, an order whose rows are not 16-byte
     /// aligned, and one past a block's shared memory.
-    const SHAPES: [(usize, usize); 10] = [
+    pub(crate) const SHAPES: [(usize, usize); 10] = [
         (20, 32),
         (40, 176),
         (40, 352),

@@ -38,6 +38,8 @@ mod compile;
 mod engine;
 mod error;
 mod factor;
+#[cfg(test)]
+mod golden;
 mod graph;
 mod kernels;
 mod module_cache;
