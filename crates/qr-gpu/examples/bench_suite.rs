@@ -224,21 +224,6 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // Two-level panels (16-column halves) forced on and off on the blocked
-    // panel cases.
-    for (label, min) in [("off", u32::MAX), ("on", 0)] {
-        let t = Tuning {
-            two_level_min_batch_per_sm: min,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &PANEL_CASES,
-            format!("two level {label}"),
-            Some(Strategy::Blocked),
-            &t,
-        );
-    }
     for warps in [8u32, 4] {
         let t = Tuning {
             tensor_warps: warps,

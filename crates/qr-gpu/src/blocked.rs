@@ -17,7 +17,6 @@ use crate::bench::Operands;
 use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
-use crate::kernels::panel16;
 use crate::kernels::panelreg;
 use crate::kernels::smem;
 use crate::kernels::trailing_tc;
@@ -67,7 +66,7 @@ pub(crate) fn factor(
     // (`Tuning::checks_aside`); every later step waits for it. There too,
     // once the step ending at column `split` is queued, the overflow check
     // of the rows and columns before it (final from then on).
-    let checks_aside = plan.panel.checks_aside && out_of_place && !plan.panel.two_level;
+    let checks_aside = plan.panel.checks_aside && out_of_place;
     let split = if checks_aside && n > 2 * NB && !fused {
         (n / 2).next_multiple_of(NB)
     } else {
@@ -117,12 +116,6 @@ pub(crate) fn factor(
     };
 
     let max_rows = n.div_ceil(groups as usize);
-    // Two-level panels (`Plan`'s `two_level`): a block alone per matrix,
-    // shared-memory panels and the tensor-core update.
-    let two_level = plan.panel.two_level
-        && meeting == Meeting::Alone
-        && reg_rows == 0
-        && plan.panel.tensor_trailing;
     // The register panel needs no shared-memory kernel at all.
     let f = if reg_rows > 0 {
         None
@@ -193,7 +186,6 @@ pub(crate) fn factor(
     // would have: the input, out of place.
     let fold = plan.panel.fold
         && plan.panel.tensor_trailing
-        && !two_level
         && plan.panel.corner.is_none()
         && match &f {
             Some(_) => plan.panel.variant().effective(meeting, threads).fold,
@@ -259,46 +251,42 @@ pub(crate) fn factor(
         } else {
             buf
         };
-        if two_level {
-            two_level_panel(engine, panel_stream, plan, (p, w), per_launch, &pbuf)?;
-        } else {
-            for mat0 in (0..batch).step_by(per_launch) {
-                let mats = per_launch.min(batch - mat0);
-                match &f {
-                    Some(f) => panel::launch(
-                        panel_stream,
-                        f,
-                        threads,
-                        meeting,
-                        plan.panel.variant(),
-                        groups,
-                        n,
-                        p,
-                        w,
-                        mat0,
-                        mats,
-                        &pbuf,
-                        prev,
-                    )?,
-                    None => panelreg::launch(
-                        engine,
-                        panel_stream,
-                        threads,
-                        plan.panel.min_threads,
-                        reg_rows,
-                        meeting.cluster_size(),
-                        n,
-                        p,
-                        w,
-                        mat0,
-                        mats,
-                        &pbuf,
-                        fold,
-                        plan.panel.cluster_one_barrier,
-                        plan.panel.reg_halves,
-                        prev,
-                    )?,
-                }
+        for mat0 in (0..batch).step_by(per_launch) {
+            let mats = per_launch.min(batch - mat0);
+            match &f {
+                Some(f) => panel::launch(
+                    panel_stream,
+                    f,
+                    threads,
+                    meeting,
+                    plan.panel.variant(),
+                    groups,
+                    n,
+                    p,
+                    w,
+                    mat0,
+                    mats,
+                    &pbuf,
+                    prev,
+                )?,
+                None => panelreg::launch(
+                    engine,
+                    panel_stream,
+                    threads,
+                    plan.panel.min_threads,
+                    reg_rows,
+                    meeting.cluster_size(),
+                    n,
+                    p,
+                    w,
+                    mat0,
+                    mats,
+                    &pbuf,
+                    fold,
+                    plan.panel.cluster_one_barrier,
+                    plan.panel.reg_halves,
+                    prev,
+                )?,
             }
         }
         if fold && p == split && p > 0 {
@@ -362,44 +350,6 @@ pub(crate) struct Checks {
     /// ints), which the NaN fill turns into info; every value of H and tau
     /// is checked as it is written, so no separate check is left. Else 0.
     pub oflow: u64,
-}
-
-/// The 32-column panel at column `p` (width `w`) as two 16-column halves
-/// on `stream`: half A, then half B, whose launch applies A's reflectors to
-/// its columns first and joins the outer T last. V and T end as the
-/// single-level panel leaves them (V unit lower over 32 columns, T 32 x 32),
-/// so the outer update is unchanged.
-fn two_level_panel(
-    engine: &Engine,
-    stream: &CudaStream,
-    plan: &Plan,
-    (p, w): (usize, usize),
-    per_launch: usize,
-    buf: &PanelBuffers,
-) -> Result<(), QrError> {
-    let (batch, n, threads) = (plan.shape.batch(), plan.shape.n(), plan.panel.threads);
-    let wa = panel16::HALF.min(w);
-    for mat0 in (0..batch).step_by(per_launch) {
-        let mats = per_launch.min(batch - mat0);
-        panel16::factor(engine, stream, threads, (n, p, wa, 0), mat0, mats, buf)?;
-    }
-    if w <= panel16::HALF {
-        return Ok(());
-    }
-    let (pb, wb) = (p + panel16::HALF, w - panel16::HALF);
-    for mat0 in (0..batch).step_by(per_launch) {
-        let mats = per_launch.min(batch - mat0);
-        panel16::factor(
-            engine,
-            stream,
-            threads,
-            (n, pb, wb, panel16::HALF),
-            mat0,
-            mats,
-            buf,
-        )?;
-    }
-    Ok(())
 }
 
 /// `A_t -= V (T^T (V^T A_t))` on the tensor cores, on `stream`: rows

@@ -39,7 +39,7 @@
 //! the functions that launch, between calls that need the engine's
 //! streams, compiled functions and occupancy queries (`blocked::factor`,
 //! `trailing_tc::launch`, `smem::launch_at`, `panel::launch`,
-//! `panelreg::launch`, `panel16::factor`, the `util` and `q` launchers,
+//! `panelreg::launch`, the `util` and `q` launchers,
 //! `q::run`), so it cannot be recorded without a device until those are
 //! split into a pure launch specification and its execution.
 
@@ -293,7 +293,6 @@ fn fields(p: &Plan) -> String {
         tensor_row_split,
         tensor_row_split_min_rows,
         corner,
-        two_level,
         lanes,
         fused_checks,
         tensor_lo_truncate,
@@ -327,7 +326,7 @@ fn fields(p: &Plan) -> String {
          tensor_stage_ring={tensor_stage_ring} tensor_l2_hints={tensor_l2_hints} \
          tensor_update_reverse={tensor_update_reverse} tensor_row_split={tensor_row_split} \
          tensor_row_split_min_rows={tensor_row_split_min_rows} corner={corner} \
-         two_level={two_level} lanes={lanes} fused_checks={fused_checks} \
+         lanes={lanes} fused_checks={fused_checks} \
          tensor_lo_truncate={tensor_lo_truncate} reg_halves={reg_halves} graph={graph} \
          runs_ahead={}",
         p.runs_ahead()

@@ -158,16 +158,12 @@ pub struct PanelPlan {
     /// (`Tuning::corner_max_n`): few matrices only, where the last panels
     /// and their updates are a chain of small latency-bound launches.
     pub corner: Option<SmemLayout>,
-    /// Whether each 32-column panel is factored as two 16-column halves
-    /// (`Tuning::two_level_min_batch_per_sm`; a block alone per matrix with
-    /// the shared-memory panel and the tensor-core update only).
-    pub two_level: bool,
     /// Groups of the batch factored on lanes of their own
     /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
     pub lanes: u32,
     /// The kernels check H and tau for overflow as they write them
     /// (`Tuning::fused_checks`): the register panel and the tensor-core
-    /// update without a fold, two-level panels or a corner.
+    /// update without a fold or a corner.
     pub fused_checks: bool,
     /// The tensor-core update hands the low parts of its split to the
     /// tensor cores unrounded (`Tuning::tensor_lo_truncate`).
@@ -320,7 +316,7 @@ impl fmt::Display for Plan {
                         .panel
                         .variant()
                         .effective(self.panel.meeting(self.strategy), self.panel.threads);
-                    let barrier = match (v.one_barrier, v.two_step, v.fold) {
+                    match (v.one_barrier, v.two_step, v.fold) {
                         (true, true, false) => ", two reflectors per barrier where they may",
                         (true, true, true) => {
                             ", two reflectors per barrier where they may, the previous panel's \
@@ -332,13 +328,8 @@ impl fmt::Display for Plan {
                              columns folded in"
                         }
                         _ => "",
-                    };
-                    if self.panel.two_level && self.panel.groups == 1 {
-                        ", each panel as two 16-column halves (one barrier per reflector)"
-                            .to_string()
-                    } else {
-                        barrier.to_string()
                     }
+                    .to_string()
                 },
                 if self.panel.tensor_trailing {
                     format!(
@@ -677,7 +668,6 @@ pub fn plan(
             },
             tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
             corner: None,
-            two_level: false,
             lanes: 1,
             fused_checks: false,
             tensor_lo_truncate: tuning.tensor_lo_truncate,
@@ -761,12 +751,7 @@ pub fn plan(
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }
             }
-            p.panel.two_level = p.panel.tensor_trailing
-                && p.panel.rows_per_thread == 0
-                && n > 16
-                && (shape.batch() as u64)
-                    >= u64::from(tuning.two_level_min_batch_per_sm) * u64::from(device.sm_count);
-            if p.panel.rows_per_thread == 0 && !p.panel.two_level {
+            if p.panel.rows_per_thread == 0 {
                 p.panel.corner = corner(shape, device, tuning);
             }
         }
@@ -835,7 +820,6 @@ pub fn plan(
         && p.panel.rows_per_thread > 0
         && p.panel.tensor_trailing
         && !p.panel.fold
-        && !p.panel.two_level
         && p.panel.corner.is_none();
     // Lanes: batches of several matrices per SM outside graphs (a graph's
     // key holds lane 0's scratch only).

@@ -306,16 +306,6 @@ pub struct Tuning {
     pub tensor_row_split: u32,
     /// Fewest rows per block of a row-split tile (`tensor_row_split`).
     pub tensor_row_split_min_rows: usize,
-    /// `blocked` path: batches of at least this many matrices per SM
-    /// factor each 32-column panel as two 16-column halves (half the panel's
-    /// shared memory, so twice the blocks per SM, and two rows per warp
-    /// instruction), A's reflectors applied to B's columns by the
-    /// tensor-core update and the outer T joined from the halves'
-    /// (`u32::MAX`: never). Never: slower on every panel case of the H200
-    /// (640 x 512 7410 against 7042 us; ncu: the 32 half panels took
-    /// 4251 us against 3828 for the 16 whole ones), docs/history/qr-gpu-sessions.md,
-    /// table "two level".
-    pub two_level_min_batch_per_sm: u32,
     /// `blocked` path: batches of at least `batch_lanes_min_batch_per_sm`
     /// matrices per SM (and not run as a graph) are cut into this many
     /// groups, each factored on its own lane of streams (at most
@@ -328,7 +318,7 @@ pub struct Tuning {
     /// Fewest matrices per SM for `batch_lanes`.
     pub batch_lanes_min_batch_per_sm: u32,
     /// Plans on the register panel and the tensor-core update (no fold, no
-    /// two-level panels, no corner) check H and tau for overflow as the
+    /// corner) check H and tau for overflow as the
     /// kernels write their final values (each marks its matrix; the NaN
     /// fill turns the marks into info), instead of separate passes over
     /// H and tau during and after the factorization. On: faster on every
@@ -447,7 +437,6 @@ impl Default for Tuning {
             tensor_row_split: 8,
             tensor_row_split_min_rows: 128,
             tensor_stage_ring: true,
-            two_level_min_batch_per_sm: u32::MAX,
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
             fused_checks: true,

@@ -54,12 +54,12 @@ fn trials() -> Vec<(String, BoxedTest)> {
     };
     use kernel_variants::{
         fused_checks, register_panel, register_panel_halves, smem_warp, tensor_l2_hints,
-        tensor_row_split, tensor_warps_4, two_level,
+        tensor_row_split, tensor_warps_4,
     };
     use strategies::{chosen_plans_pass_the_test_set, forced_out_of_range_is_an_error};
     use streams::{batch_lanes, graphs, graphs_beside_another_thread, graphs_beside_checks};
     let mut t = strategies::trials();
-    let listed: [(&str, Body); 34] = [
+    let listed: [(&str, Body); 33] = [
         ("sgemm_trailing", Table),
         // The newest kernels first: a call that runs out of time still
         // says whether they pass.
@@ -88,7 +88,6 @@ fn trials() -> Vec<(String, BoxedTest)> {
         ("register_panel_halves", Function(register_panel_halves)),
         ("tensor_warps_4", Function(tensor_warps_4)),
         ("tensor_stage", Table),
-        ("two_level", Function(two_level)),
         ("panel_row_pairs", Table),
         ("panel_quad", Table),
         ("panel_barriers", Table),

@@ -4,7 +4,6 @@
 //! passed as `-D` defines from the plan.
 
 pub(crate) mod panel;
-pub(crate) mod panel16;
 pub(crate) mod panelreg;
 pub(crate) mod q;
 pub(crate) mod smem;
@@ -29,7 +28,6 @@ pub(crate) struct KernelSource {
 pub(crate) const ALL: &[&KernelSource] = &[
     &smem::SOURCE,
     &panel::SOURCE,
-    &panel16::SOURCE,
     &panelreg::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,

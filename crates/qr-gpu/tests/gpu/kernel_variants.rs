@@ -227,31 +227,6 @@ pub(crate) fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Two-level panels (`Tuning::two_level_min_batch_per_sm` 0 forces them):
-/// see `panel_variant`; zero trailing columns starting in either half;
-/// panels ahead on the priority stream bitwise equal to one stream.
-pub(crate) fn two_level(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    // The row split sums a look-ahead tile's W in another order than the
-    // same tile in a launch of many (by design), so the bitwise comparison
-    // with and without look-ahead below runs with it off.
-    let tuning = qr_gpu::Tuning {
-        two_level_min_batch_per_sm: 0,
-        tensor_row_split: 0,
-        ..qr_gpu::Tuning::default()
-    };
-    panel_variant(g, &tuning, Strategy::Blocked, "two level", 1500)?;
-    let b = blocked(g, tuning.clone());
-    for n in [200, 300] {
-        zero_columns_on(&b, "two level", n)?;
-    }
-    let plain = b.clone().with_tuning(qr_gpu::Tuning {
-        look_ahead: false,
-        ..tuning
-    });
-    let specs = sizes_and_cases(&[33, 48, 49, 64, 65, 97, 200, 512], (3, 300, 0.0), 40);
-    same_bits(&b, &plain, &specs, 1600, "two level look ahead")
-}
-
 /// L2 eviction priorities in the tensor-core update
 /// (`Tuning::tensor_l2_hints`, 1 and 2, here for batches of any size) and
 /// its update pass taken last slab first (`Tuning::tensor_update_reverse`,
