@@ -513,28 +513,6 @@ fn variants() -> Vec<Variant> {
             );
         }
     }
-    // The `smem` kernel on the trailing corner of few matrices
-    // (`Tuning::corner_max_n`), each case on the planner's plan.
-    for max in [0usize, 64, 96] {
-        let t = Tuning {
-            corner_max_n: max,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &[
-                "40,176,1,dense",
-                "40,240,1,dense",
-                "40,352,1,dense",
-                "60,1024,2,dense",
-                "8,2048,1,dense",
-                "2,4096,1,dense",
-            ],
-            format!("corner {max}"),
-            None,
-            &t,
-        );
-    }
     // The software-pipelined row loop of the one-barrier float32 panel
     // (`Tuning::panel_pipeline_max_threads`): never, blocks of up to 256
     // threads alone on their SM, every block alone on its SM.

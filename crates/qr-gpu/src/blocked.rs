@@ -2,10 +2,7 @@
 //! for each 32-column panel, the panel kernel factors it (and forms V and T),
 //! then `Q_p^T = I - V T^T V^T` is applied to the trailing matrix,
 //! `A_t -= V (T^T (V^T A_t))`, by the fused tensor-core kernel (tf32 3-pass,
-//! float32 accuracy) or by three cuBLAS SGEMMs in full float32. Few
-//! matrices may hand their last columns to one `smem` kernel launch on the
-//! trailing corner (`Tuning::corner_max_n`, off by default: measured
-//! slower).
+//! float32 accuracy) or by three cuBLAS SGEMMs in full float32.
 
 use std::ffi::c_int;
 
@@ -18,7 +15,6 @@ use crate::engine::{Engine, Lane};
 use crate::error::blas;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::panelreg;
-use crate::kernels::smem;
 use crate::kernels::trailing_tc;
 use crate::kernels::util;
 use crate::plan::Plan;
@@ -186,7 +182,6 @@ pub(crate) fn factor(
     // would have: the input, out of place.
     let fold = plan.panel.fold
         && plan.panel.tensor_trailing
-        && plan.panel.corner.is_none()
         && match &f {
             Some(_) => plan.panel.variant().effective(meeting, threads).fold,
             None => meeting == Meeting::Alone,
@@ -216,21 +211,6 @@ pub(crate) fn factor(
     };
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
-        // The last columns as one `smem` launch on each matrix's trailing
-        // corner (`Plan`'s `corner`), once every update before them is in
-        // (with look-ahead the previous bulk ran on the main stream) and
-        // the mid-factorization check, if any, is queued.
-        if let Some(corner) = &plan.panel.corner
-            && p > 0
-            && p >= split
-            && n - p == corner.n
-        {
-            if ahead {
-                lane.side_waits_main()?;
-            }
-            smem::launch_corner(engine, panel_stream, plan, corner, h, tau, info)?;
-            break;
-        }
         if checks_aside && k == 1 {
             if ahead {
                 lane.side_waits_aux()?;

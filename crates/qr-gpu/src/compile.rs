@@ -5,7 +5,7 @@
 use qr_core::QrError;
 use rayon::prelude::*;
 
-use crate::kernels::{KernelSource, panel, panelreg, smem, trailing_tc, util};
+use crate::kernels::{KernelSource, panel, panelreg, trailing_tc, util};
 use crate::plan::{Plan, Strategy};
 use crate::ptx_cache::PtxCache;
 
@@ -13,7 +13,7 @@ use crate::ptx_cache::PtxCache;
 type Module = (&'static KernelSource, Vec<(String, String)>);
 
 /// The modules that `plan`'s launches load: the first panel's family (or
-/// the whole-matrix kernel), the corner, every
+/// the whole-matrix kernel), every
 /// tensor-core update variant the update's launcher may choose between
 /// (staged or streaming, with and without a row split) and the utility
 /// kernels. Later panels of a register panel take fewer threads: a define
@@ -25,12 +25,6 @@ pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
         return out;
     }
     let pp = &plan.panel;
-    if let Some(c) = &pp.corner {
-        out.push((
-            &smem::SOURCE,
-            smem::defines(c.tpc, c.rows, pp.float_reflector, c.warp),
-        ));
-    }
     if pp.tensor_trailing {
         let vec4 = plan.shape.n() % 4 == 0;
         let staged = pp.tensor_stage_depth > 0 && vec4 && !pp.tensor_prefetch;

@@ -38,7 +38,7 @@
 //! blocks, dynamic shared memory, order). The launchers compute it inside
 //! the functions that launch, between calls that need the engine's
 //! streams, compiled functions and occupancy queries (`blocked::factor`,
-//! `trailing_tc::launch`, `smem::launch_at`, `panel::launch`,
+//! `trailing_tc::launch`, `smem::launch`, `panel::launch`,
 //! `panelreg::launch`, the `util` and `q` launchers,
 //! `q::run`), so it cannot be recorded without a device until those are
 //! split into a pure launch specification and its execution.
@@ -54,7 +54,7 @@ use sha2::{Digest, Sha256};
 use crate::compile::modules;
 use crate::compile::tests::{SHAPES, device, devices};
 use crate::kernels::{KernelSource, q as qk, trailing_tc};
-use crate::plan::{PanelPlan, Plan, SmemLayout, Strategy};
+use crate::plan::{PanelPlan, Plan, Strategy};
 use crate::probe::DeviceInfo;
 use crate::ptx_cache::PtxCache;
 use crate::tuning::Tuning;
@@ -292,27 +292,11 @@ fn fields(p: &Plan) -> String {
         tensor_update_reverse,
         tensor_row_split,
         tensor_row_split_min_rows,
-        corner,
         lanes,
         fused_checks,
         tensor_lo_truncate,
         reg_halves,
     } = panel;
-    let corner = match corner {
-        None => "none".to_string(),
-        Some(SmemLayout {
-            n,
-            tpc,
-            threads,
-            one_barrier,
-            rows,
-            lda,
-            warp,
-        }) => format!(
-            "(n={n} tpc={tpc} threads={threads} one_barrier={one_barrier} rows={rows} \
-             lda={lda} warp={warp})"
-        ),
-    };
     format!(
         "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
          rows_per_thread={rows_per_thread} min_threads={min_threads} \
@@ -325,7 +309,7 @@ fn fields(p: &Plan) -> String {
          tensor_stage_max_rows={tensor_stage_max_rows} \
          tensor_stage_ring={tensor_stage_ring} tensor_l2_hints={tensor_l2_hints} \
          tensor_update_reverse={tensor_update_reverse} tensor_row_split={tensor_row_split} \
-         tensor_row_split_min_rows={tensor_row_split_min_rows} corner={corner} \
+         tensor_row_split_min_rows={tensor_row_split_min_rows} \
          lanes={lanes} fused_checks={fused_checks} \
          tensor_lo_truncate={tensor_lo_truncate} reg_halves={reg_halves} graph={graph} \
          runs_ahead={}",

@@ -154,16 +154,12 @@ pub struct PanelPlan {
     /// Fewest rows per block of such a split
     /// (`Tuning::tensor_row_split_min_rows`).
     pub tensor_row_split_min_rows: usize,
-    /// The `smem` kernel that takes over the last columns of each matrix
-    /// (`Tuning::corner_max_n`): few matrices only, where the last panels
-    /// and their updates are a chain of small latency-bound launches.
-    pub corner: Option<SmemLayout>,
     /// Groups of the batch factored on lanes of their own
     /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
     pub lanes: u32,
     /// The kernels check H and tau for overflow as they write them
     /// (`Tuning::fused_checks`): the register panel and the tensor-core
-    /// update without a fold or a corner.
+    /// update without a fold.
     pub fused_checks: bool,
     /// The tensor-core update hands the low parts of its split to the
     /// tensor cores unrounded (`Tuning::tensor_lo_truncate`).
@@ -403,38 +399,31 @@ impl PanelPlan {
 }
 
 /// Block shape and kernel of the `smem` kernels for one matrix order.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct SmemLayout {
-    /// Matrix order (for a corner: its last columns).
-    pub n: usize,
+struct SmemLayout {
     /// Threads per column.
-    pub tpc: u32,
+    tpc: u32,
     /// Threads per block.
-    pub threads: u32,
-    /// One block barrier per column (`Tuning::smem_one_barrier`).
-    pub one_barrier: bool,
+    threads: u32,
     /// Rows per thread of the register kernel, 0 for the kernels that keep
     /// the matrix in shared memory.
-    pub rows: u32,
+    rows: u32,
     /// Shared-memory leading dimension of those kernels.
-    pub lda: u32,
+    lda: u32,
     /// The warp kernel (`Tuning::smem_warp_max_n`): one warp per matrix of
     /// order at most 32, no shared-memory matrix and no rows field.
-    pub warp: bool,
+    warp: bool,
 }
 
 /// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the
-/// warp kernel up to `tuning.smem_warp_max_n` (whole matrices only, where
-/// `whole`), the register kernel while its rows per thread stay within
-/// `tuning.smem_register_max_rows`, else the matrix in shared memory, with
-/// the one-barrier kernel's conflict-free padding where it fits.
-fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning, whole: bool) -> SmemLayout {
-    if whole && n <= tuning.smem_warp_max_n.min(smem::WARP_MAX_N) {
+/// warp kernel up to `tuning.smem_warp_max_n`, the register kernel while
+/// its rows per thread stay within `tuning.smem_register_max_rows`, else
+/// the matrix in shared memory, with the one-barrier kernel's
+/// conflict-free padding where it fits.
+fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
+    if n <= tuning.smem_warp_max_n.min(smem::WARP_MAX_N) {
         return SmemLayout {
-            n,
             tpc: 1,
             threads: 32,
-            one_barrier: true,
             rows: 0,
             lda: 0,
             warp: true,
@@ -442,10 +431,8 @@ fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning, whole: bool) -> S
     }
     let tpc = tuning.smem_tpc_for(n);
     let mut l = SmemLayout {
-        n,
         tpc,
         threads: (n.max(1) * tpc as usize).next_multiple_of(32).min(1024) as u32,
-        one_barrier: tuning.smem_one_barrier,
         rows: 0,
         lda: 0,
         warp: false,
@@ -465,21 +452,6 @@ fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning, whole: bool) -> S
         } as u32;
     }
     l
-}
-
-/// The corner of an `n`-order factorization of few matrices that the
-/// `smem` kernel takes over: the last columns, a whole number of 32-column
-/// panels short of n, at most `tuning.corner_max_n` of them; `None` when
-/// the batch fills the device or no panel would come first.
-fn corner(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<SmemLayout> {
-    let (n, max) = (shape.n(), tuning.corner_max_n.min(smem_fit_n(device)));
-    if max < panel::NB || n <= max || shape.batch() > device.sm_count as usize {
-        return None;
-    }
-    let m = n - (n - max).div_ceil(panel::NB) * panel::NB;
-    // Corners keep the block kernels: the warp kernel is for whole
-    // matrices of order 32 and below, far from any corner's plan.
-    Some(smem_layout(m, device, tuning, false))
 }
 
 /// Whether `device` launches thread-block clusters (compute capability 9.0
@@ -667,7 +639,6 @@ pub fn plan(
                 0
             },
             tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
-            corner: None,
             lanes: 1,
             fused_checks: false,
             tensor_lo_truncate: tuning.tensor_lo_truncate,
@@ -686,7 +657,7 @@ pub fn plan(
                     ),
                 });
             }
-            let l = smem_layout(n, device, tuning, true);
+            let l = smem_layout(n, device, tuning);
             (p.tpc, p.threads, p.rows, p.lda, p.warp) = (l.tpc, l.threads, l.rows, l.lda, l.warp);
         }
         Strategy::Blocked => {
@@ -751,9 +722,6 @@ pub fn plan(
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }
             }
-            if p.panel.rows_per_thread == 0 {
-                p.panel.corner = corner(shape, device, tuning);
-            }
         }
         Strategy::Cluster => {
             if !has_clusters(device) {
@@ -775,9 +743,6 @@ pub fn plan(
             if let Some(threads) = tuning.reg_panel_threads_for(n.div_ceil(k as usize)) {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
-            }
-            if p.panel.rows_per_thread == 0 {
-                p.panel.corner = corner(shape, device, tuning);
             }
         }
         Strategy::Large => {
@@ -819,8 +784,7 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
         && p.panel.tensor_trailing
-        && !p.panel.fold
-        && p.panel.corner.is_none();
+        && !p.panel.fold;
     // Lanes: batches of several matrices per SM outside graphs (a graph's
     // key holds lane 0's scratch only).
     if strategy == Strategy::Blocked
@@ -997,45 +961,6 @@ mod tests {
     }
 
     #[test]
-    fn corners_only_for_few_matrices_after_a_panel() {
-        let d = h200();
-        assert!(
-            plan(Shape::new(40, 176).unwrap(), &d, &Tuning::default(), None)
-                .unwrap()
-                .panel
-                .corner
-                .is_none()
-        );
-        // Corners follow shared-memory panels only.
-        let t = Tuning {
-            corner_max_n: 64,
-            reg_panel_rows_per_thread: 0,
-            ..Tuning::default()
-        };
-        // The last columns, a whole number of panels short of n, at most 64.
-        let c = at(40, 176, &t).panel.corner.unwrap();
-        assert_eq!((c.n, c.tpc, c.rows), (48, 8, 8));
-        assert_eq!(at(40, 352, &t).panel.corner.unwrap().n, 64);
-        assert_eq!(at(40, 352, &t).panel.corner.unwrap().rows, 0);
-        assert_eq!(at(60, 1024, &t).panel.corner.unwrap().n, 64);
-        assert_eq!(at(8, 2048, &t).panel.corner.unwrap().n, 64);
-        let blocked = |n| plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Blocked)).unwrap();
-        assert_eq!(blocked(65).panel.corner.unwrap().n, 33);
-        assert_eq!(at(3, 513, &t).panel.corner.unwrap().n, 33);
-        // A batch that fills the device, no panel before it, or off.
-        assert!(at(640, 512, &t).panel.corner.is_none());
-        assert!(at(133, 176, &t).panel.corner.is_none());
-        assert!(at(20, 32, &t).panel.corner.is_none());
-        assert!(blocked(64).panel.corner.is_none());
-        let wide = Tuning {
-            corner_max_n: 160,
-            reg_panel_rows_per_thread: 0,
-            ..Tuning::default()
-        };
-        assert_eq!(at(40, 352, &wide).panel.corner.unwrap().n, 160);
-    }
-
-    #[test]
     fn dispatch_follows_the_device_limits() {
         let d = h200();
         let t = Tuning::default();
@@ -1191,19 +1116,6 @@ mod tests {
             ..Tuning::default()
         };
         assert!(!warp(&wide, 48).0);
-        // Corners keep the block kernels.
-        let corner_on = Tuning {
-            corner_max_n: 32,
-            ..on
-        };
-        let few = plan(
-            Shape::new(4, 96).unwrap(),
-            &d,
-            &corner_on,
-            Some(Strategy::Blocked),
-        )
-        .unwrap();
-        assert!(few.panel.corner.is_some_and(|c| !c.warp && c.n == 32));
     }
 
     #[test]

@@ -178,18 +178,6 @@ pub struct Tuning {
     pub panel_fold: bool,
     /// Smallest order that folds (`panel_fold`).
     pub panel_fold_min_n: usize,
-    /// `blocked` and `cluster` paths with at most one matrix per SM: the
-    /// last columns of each matrix, at most this many and a whole number of
-    /// panels short of n, are factored by one `smem` kernel launch on the
-    /// trailing corner instead of by their panels and updates (below 32:
-    /// never). Off: measured no faster. Those last launches are short and
-    /// latency-bound (the ncu sums of 40 x 176, run s12-run2, put the
-    /// last two panels and the update between them at 61 us), but the
-    /// `smem` kernel on those corners took longer still: H200,
-    /// table "corner" in docs/history/qr-gpu-sessions.md, off / 64 / 96: 40 x 176
-    /// 238.2 / 247.5 / 257.2 us, 40 x 240 358.8 / 366.1 / 376.1, 2 x 4096
-    /// 17102.7 / 17202.4 / 17177.8; 60 x 1024 4502.0 / 4478.2 / 4493.8.
-    pub corner_max_n: usize,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
@@ -317,8 +305,8 @@ pub struct Tuning {
     pub batch_lanes: u32,
     /// Fewest matrices per SM for `batch_lanes`.
     pub batch_lanes_min_batch_per_sm: u32,
-    /// Plans on the register panel and the tensor-core update (no fold, no
-    /// corner) check H and tau for overflow as the
+    /// Plans on the register panel and the tensor-core update (no fold)
+    /// check H and tau for overflow as the
     /// kernels write their final values (each marks its matrix; the NaN
     /// fill turns the marks into info), instead of separate passes over
     /// H and tau during and after the factorization. On: faster on every
@@ -419,7 +407,6 @@ impl Default for Tuning {
             panel_pipeline_max_threads: 256,
             panel_fold: true,
             panel_fold_min_n: 0,
-            corner_max_n: 0,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 320,
             blocked_tall_panel_two_step: false,

@@ -59,12 +59,11 @@ fn trials() -> Vec<(String, BoxedTest)> {
     use strategies::{chosen_plans_pass_the_test_set, forced_out_of_range_is_an_error};
     use streams::{batch_lanes, graphs, graphs_beside_another_thread, graphs_beside_checks};
     let mut t = strategies::trials();
-    let listed: [(&str, Body); 33] = [
+    let listed: [(&str, Body); 32] = [
         ("sgemm_trailing", Table),
         // The newest kernels first: a call that runs out of time still
         // says whether they pass.
         ("smem_warp", Function(smem_warp)),
-        ("corner", Table),
         ("smem_shared_kernels", Table),
         ("smem_registers", Table),
         (

@@ -276,41 +276,6 @@ pub(crate) static ROWS: &[Row] = &[
             },
         ],
     },
-    // The `smem` kernels on each matrix's trailing corner
-    // (`Tuning::corner_max_n`, off by default): off, up to 64 columns (the
-    // register kernel's range), and up to 160 (the shared-memory kernels',
-    // with one and with three barriers per column), on the blocked and
-    // cluster paths (`panel_variant`'s sizes put corners of 33 to 159
-    // columns after one or more panels).
-    Row {
-        name: "corner",
-        runs: &[
-            Run {
-                label: "{s} corner up to 0, smem one barrier true",
-                flip: corner::<0, true>,
-                strategies: BLOCKED,
-                check: Check::Panel { seed: 1400 },
-            },
-            Run {
-                label: "{s} corner up to 64, smem one barrier true",
-                flip: corner::<64, true>,
-                strategies: BLOCKED_CLUSTER,
-                check: Check::Panel { seed: 1400 },
-            },
-            Run {
-                label: "{s} corner up to 160, smem one barrier true",
-                flip: corner::<160, true>,
-                strategies: BLOCKED_CLUSTER,
-                check: Check::Panel { seed: 1400 },
-            },
-            Run {
-                label: "{s} corner up to 160, smem one barrier false",
-                flip: corner::<160, false>,
-                strategies: BLOCKED,
-                check: Check::Panel { seed: 1400 },
-            },
-        ],
-    },
     // The `smem` kernels that keep the matrix in shared memory, with three
     // barriers per column and with one (`Tuning::smem_one_barrier`,
     // `Tuning::smem_register_max_rows` 0; float32 reflectors, and double
@@ -520,13 +485,6 @@ fn quad<const THREADS: u32>(t: &mut Tuning) {
     t.panel_quad = true;
     t.blocked_panel_threads = THREADS;
     t.large_panel_threads = THREADS;
-}
-
-/// `corner`'s tunings: corners up to `MAX` columns, one barrier per column
-/// in the shared-memory kernels or three.
-fn corner<const MAX: usize, const ONE: bool>(t: &mut Tuning) {
-    t.corner_max_n = MAX;
-    t.smem_one_barrier = ONE;
 }
 
 /// `smem_shared_kernels`' tunings: no register kernel.

@@ -1,12 +1,12 @@
 //! Launcher of the whole-matrix shared-memory kernel (strategy `smem`).
 
-use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use cudarc::driver::{LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
 use crate::engine::Engine;
 use crate::error::DriverContext;
-use crate::plan::{Plan, SmemLayout};
+use crate::plan::Plan;
 
 const HOUSEHOLDER: &str = "smem_householder_f32";
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
@@ -95,114 +95,30 @@ pub(crate) fn launch(
     tau: u64,
     info: u64,
 ) -> Result<(), QrError> {
-    let n = plan.shape.n();
-    let layout = SmemLayout {
-        n,
-        tpc: plan.tpc,
-        threads: plan.threads,
-        one_barrier: plan.one_barrier,
-        rows: plan.rows,
-        lda: plan.lda,
-        warp: plan.warp,
-    };
-    let at = At {
-        a,
-        h,
-        tau,
-        info,
-        ldg: n,
-        corner: false,
-    };
-    launch_at(
-        engine,
-        engine.stream(),
-        &layout,
-        plan.panel.float_reflector,
-        plan.shape.batch(),
-        &at,
-    )
-}
-
-/// Factors the trailing `layout.n x layout.n` corner of every matrix of
-/// `h` (the shape `plan` factors, in place: its last columns, from row and
-/// column `p = n - layout.n`) into `h` and `tau`, on `stream`. `info` is
-/// left to the batch-wide checks around the factorization, and so is a
-/// non-finite corner (left as it is for them to find).
-pub(crate) fn launch_corner(
-    engine: &Engine,
-    stream: &CudaStream,
-    plan: &Plan,
-    layout: &SmemLayout,
-    h: u64,
-    tau: u64,
-    info: u64,
-) -> Result<(), QrError> {
-    let (batch, n) = (plan.shape.batch(), plan.shape.n());
-    let p = n - layout.n;
-    let f = std::mem::size_of::<f32>() as u64;
-    let corner = h + (p * n + p) as u64 * f;
-    let at = At {
-        a: corner,
-        h: corner,
-        tau: tau + p as u64 * f,
-        info,
-        ldg: n,
-        corner: true,
-    };
-    launch_at(
-        engine,
-        stream,
-        layout,
-        plan.panel.float_reflector,
-        batch,
-        &at,
-    )
-}
-
-/// Where the kernels find matrix b: `a`, `h` at b * ldg^2 floats (row
-/// stride `ldg`), `tau` at b * ldg, `info` at b; `corner` as in smem.cu.
-struct At {
-    a: u64,
-    h: u64,
-    tau: u64,
-    info: u64,
-    ldg: usize,
-    corner: bool,
-}
-
-fn launch_at(
-    engine: &Engine,
-    stream: &CudaStream,
-    layout: &SmemLayout,
-    f32_reflector: bool,
-    batch: usize,
-    at: &At,
-) -> Result<(), QrError> {
-    let (tpc, threads, rows) = (layout.tpc, layout.threads, layout.rows);
-    let lda = layout.lda as usize;
-    if layout.warp && (layout.n > WARP_MAX_N || threads != 32 || at.corner) {
+    let (n, tpc, threads, rows) = (plan.shape.n(), plan.tpc, plan.threads, plan.rows);
+    let lda = plan.lda as usize;
+    if plan.warp && (n > WARP_MAX_N || threads != 32) {
         return Err(QrError::Unsupported {
             message: format!(
-                "the smem warp kernel takes whole matrices of order <= {WARP_MAX_N} in blocks of \
-                 32 threads (n = {}, {threads} threads, corner {})",
-                layout.n, at.corner
+                "the smem warp kernel takes matrices of order <= {WARP_MAX_N} in blocks of \
+                 32 threads (n = {n}, {threads} threads)"
             ),
         });
     }
-    let (entry, smem) = match (rows, layout.one_barrier) {
-        _ if layout.warp => (WARP, 0),
+    let (entry, smem) = match (rows, plan.one_barrier) {
+        _ if plan.warp => (WARP, 0),
         (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
-        (0, true) => (ONE_BARRIER, matrix_bytes(layout.n, lda)),
-        (0, false) => (HOUSEHOLDER, matrix_bytes(layout.n, lda)),
+        (0, true) => (ONE_BARRIER, matrix_bytes(n, lda)),
+        (0, false) => (HOUSEHOLDER, matrix_bytes(n, lda)),
     };
     let f = engine.function(
         &SOURCE,
-        &defines(tpc, rows, f32_reflector, layout.warp),
+        &defines(tpc, rows, plan.panel.float_reflector, plan.warp),
         entry,
     )?;
     super::raise_dynamic_smem(&f, smem, entry)?;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(batch)?, 1, 1),
+        grid_dim: (grid_dim(plan.shape.batch())?, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem as u32,
     };
@@ -211,27 +127,26 @@ fn launch_at(
             message: format!("a matrix dimension of {x} exceeds the smem kernels' int"),
         })
     };
-    let (n, lda, ldg) = (int(layout.n)?, int(lda)?, int(at.ldg)?);
-    let mstride = (at.ldg * at.ldg) as i64;
-    let corner = i32::from(at.corner);
-    let mut b = stream.launch_builder(&f);
-    b.arg(&at.a).arg(&at.h).arg(&at.tau).arg(&at.info);
+    let (n, lda, ldg) = (int(n)?, int(lda)?, int(n)?);
+    let mstride = (plan.shape.n() * plan.shape.n()) as i64;
+    // Whole matrices: row stride and tau stride n, `corner` 0 (smem.cu).
+    let corner = 0i32;
+    let mut b = engine.stream().launch_builder(&f);
+    b.arg(&a).arg(&h).arg(&tau).arg(&info);
     b.arg(&n)
         .arg(&lda)
         .arg(&mstride)
         .arg(&ldg)
         .arg(&ldg)
         .arg(&corner);
-    // SAFETY: matrix b's n x n block at a / h + b * ldg^2 (row stride ldg
-    // >= n) lies within the batch * ldg^2 floats of `a` and `h`, its tau at
-    // tau + b * ldg within batch * ldg (a corner's pointers are offset by
-    // its first row and column, p * ldg + p, and n = ldg - p), `info` holds
-    // batch ints; the block size is a multiple of `tpc` and the dynamic
-    // shared memory is what the chosen kernel expects (the matrix's padded
-    // size, or the register kernel's buffers), whose block of n * tpc
-    // threads holding `rows` rows each covers the matrix (the planner's
-    // `smem_registers` check); the warp kernel's one warp holds a column of
-    // n <= 32 rows per lane (checked above).
+    // SAFETY: matrix b's n x n block at a / h + b * n^2 lies within the
+    // batch * n^2 floats of `a` and `h`, its tau at tau + b * n within
+    // batch * n, `info` holds batch ints; the block size is a multiple of
+    // `tpc` and the dynamic shared memory is what the chosen kernel expects
+    // (the matrix's padded size, or the register kernel's buffers), whose
+    // block of n * tpc threads holding `rows` rows each covers the matrix
+    // (the planner's `smem_registers` check); the warp kernel's one warp
+    // holds a column of n <= 32 rows per lane (checked above).
     unsafe { b.launch(cfg) }.ctx(&format!("launching {entry}"))?;
     Ok(())
 }

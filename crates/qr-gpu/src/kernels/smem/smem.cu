@@ -29,12 +29,13 @@
 //
 // Where a matrix lives (kernel arguments mstride, ldg, tstride, corner):
 // the `smem` strategy passes whole n x n matrices (mstride n * n, ldg n,
-// tstride n, corner 0); a blocked or cluster factorization of few matrices
-// hands its last n columns, the trailing n x n corner of each matrix, to
-// these kernels instead of more panels and updates (corner 1: strides of
-// the whole matrix, and info and the NaN fill left to the batch-wide checks
-// that surround that factorization, so a non-finite corner is left as it is
-// for them to find).
+// tstride n, corner 0). corner 1 was a blocked or cluster factorization's
+// trailing n x n corner of each matrix (strides of the whole matrix, info
+// and the NaN fill left to the batch-wide checks that surrounded it, so a
+// non-finite corner was left as it was for them to find); its planner and
+// launcher were deleted (measured slower, docs/PERF.md), and the kernels
+// keep the arguments and their branches so that their code stays the one
+// measured.
 
 #ifndef SMEM_TPC
 #error "SMEM_TPC (threads per column) must be defined by the plan"
