@@ -489,30 +489,6 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // Switches of the shared-memory panel kernel, each off and on, forced
-    // `blocked` on the panel cases.
-    let panel_switches: [(&str, SetSwitch); 4] = [
-        ("panel row pairs", |t, on| t.panel_row_pairs = on),
-        ("panel two step", |t, on| {
-            t.panel_two_step = on;
-            t.blocked_tall_panel_two_step = on;
-        }),
-        ("panel one barrier", |t, on| t.panel_one_barrier = on),
-        ("panel quad", |t, on| t.panel_quad = on),
-    ];
-    for (knob, set) in panel_switches {
-        for on in [false, true] {
-            let mut t = base.clone();
-            set(&mut t, on);
-            add(
-                &mut variants,
-                &PANEL_CASES,
-                format!("{knob} {on}"),
-                Some(Strategy::Blocked),
-                &t,
-            );
-        }
-    }
     // The software-pipelined row loop of the one-barrier float32 panel
     // (`Tuning::panel_pipeline_max_threads`): never, blocks of up to 256
     // threads alone on their SM, every block alone on its SM.
@@ -530,8 +506,7 @@ fn variants() -> Vec<Variant> {
         );
     }
     // Float32 reflectors (`Tuning::float_reflector`) in every kernel that
-    // takes them, each case on the planner's plan; "tall" also drops the
-    // two-step loop of the 512-thread panels, which keeps double.
+    // takes them, each case on the planner's plan.
     for on in [false, true] {
         let t = Tuning {
             float_reflector: on,
@@ -543,17 +518,6 @@ fn variants() -> Vec<Variant> {
             format!("float reflector {on}"),
             None,
             &t,
-        );
-        let tall = Tuning {
-            blocked_tall_panel_two_step: !on,
-            ..t
-        };
-        add(
-            &mut variants,
-            &["60,1024,2,dense"],
-            format!("tall float reflector {on}"),
-            None,
-            &tall,
         );
     }
     add(

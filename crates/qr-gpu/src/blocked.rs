@@ -132,7 +132,7 @@ pub(crate) fn factor(
         let per_sm = f
             .occupancy_max_active_blocks_per_multiprocessor(
                 threads,
-                max_rows * plan.panel.variant().row_bytes(meeting, threads),
+                max_rows * meeting.row_bytes(),
                 None,
             )
             .map_err(|e| {

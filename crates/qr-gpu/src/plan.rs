@@ -102,20 +102,8 @@ pub struct PanelPlan {
     /// Whether a register panel's cluster meets once per reflector
     /// (`Tuning::reg_panel_cluster_one_barrier`; only with clusters).
     pub cluster_one_barrier: bool,
-    /// Whether a panel block alone takes two rows per warp instruction for
-    /// the panel's second 16 columns (`Tuning::panel_row_pairs`).
-    pub row_pairs: bool,
-    /// Whether the shared-memory panel kernel takes four columns per lane
-    /// (`Tuning::panel_quad`; only without clusters).
-    pub quad: bool,
-    /// Whether a panel block alone meets its warps once per reflector
-    /// (`Tuning::panel_one_barrier`).
-    pub one_barrier: bool,
-    /// Whether that one-barrier panel takes two reflectors per barrier
-    /// where it may (`Tuning::panel_two_step`).
-    pub two_step: bool,
     /// Whether the shared-memory panel forms its scaled reflectors in
-    /// float32 (`Tuning::float_reflector`; not the two-step loop).
+    /// float32 (`Tuning::float_reflector`).
     pub float_reflector: bool,
     /// Whether the one-barrier float32 loop software-pipelines its rows
     /// (`Tuning::panel_pipeline_max_threads`).
@@ -308,18 +296,11 @@ impl fmt::Display for Plan {
                         }
                     )
                 } else {
-                    let v = self
-                        .panel
-                        .variant()
-                        .effective(self.panel.meeting(self.strategy), self.panel.threads);
-                    match (v.one_barrier, v.two_step, v.fold) {
-                        (true, true, false) => ", two reflectors per barrier where they may",
-                        (true, true, true) => {
-                            ", two reflectors per barrier where they may, the previous panel's \
-                             update of its columns folded in"
-                        }
-                        (true, false, false) => ", one barrier per reflector",
-                        (true, false, true) => {
+                    let meeting = self.panel.meeting(self.strategy);
+                    let v = self.panel.variant().effective(meeting, self.panel.threads);
+                    match (meeting.one_barrier(), v.fold) {
+                        (true, false) => ", one barrier per reflector",
+                        (true, true) => {
                             ", one barrier per reflector, the previous panel's update of its \
                              columns folded in"
                         }
@@ -387,10 +368,6 @@ impl PanelPlan {
     pub(crate) fn variant(&self) -> panel::Variant {
         panel::Variant {
             push: self.push_meet,
-            pairs: self.row_pairs,
-            quad: self.quad,
-            one_barrier: self.one_barrier,
-            two_step: self.two_step,
             f32_reflector: self.float_reflector,
             pipelined: self.pipelined,
             fold: self.fold,
@@ -492,7 +469,6 @@ fn cluster_pays(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> bool {
     };
     let n = shape.n();
     n > panel_fit_rows(device)
-        || !tuning.panel_one_barrier
         || (k >= tuning.cluster_min_blocks
             && n.div_ceil(k as usize) < tuning.cluster_max_block_rows)
 }
@@ -610,10 +586,6 @@ pub fn plan(
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
             cluster_one_barrier: tuning.reg_panel_cluster_one_barrier,
-            row_pairs: tuning.panel_row_pairs,
-            quad: tuning.panel_quad,
-            one_barrier: tuning.panel_one_barrier,
-            two_step: tuning.panel_two_step,
             float_reflector: tuning.float_reflector,
             pipelined: false,
             fold: false,
@@ -674,7 +646,6 @@ pub fn plan(
             let tall = alone && n >= tuning.blocked_tall_panel_rows;
             if tall {
                 p.panel.threads = tuning.blocked_tall_panel_threads;
-                p.panel.two_step |= tuning.blocked_tall_panel_two_step;
             }
             // A block alone on its SM: the pipelined loop pays where its
             // warps are too few to hide the row loop's latency.
@@ -690,7 +661,6 @@ pub fn plan(
             };
             let smem_fold_bytes = panel::Variant {
                 fold: true,
-                one_barrier: true,
                 ..Default::default()
             }
             .fold_bytes(panel::Meeting::Alone, p.panel.threads, n);
@@ -992,12 +962,6 @@ mod tests {
         assert_eq!(at(60, 1024).strategy, Strategy::Blocked);
         assert_eq!(at(60, 1024).panel.threads, 512);
         assert_eq!(at(640, 512).panel.threads, 256);
-        let two_barriers = Tuning {
-            panel_one_barrier: false,
-            ..Tuning::default()
-        };
-        let p = plan(Shape::new(60, 1024).unwrap(), &d, &two_barriers, None).unwrap();
-        assert_eq!((p.strategy, p.panel.groups), (Strategy::Cluster, 4));
         assert_eq!(at(40, 352).panel.groups, 1);
         assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
         assert_eq!(at(8, 2048).panel.groups, 8);

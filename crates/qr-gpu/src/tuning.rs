@@ -123,35 +123,7 @@ pub struct Tuning {
     /// barrier and remote loads. On: 4-7% faster on every cluster case of
     /// the H200 (docs/history/qr-gpu-sessions.md, table "cluster push meet").
     pub cluster_push_meet: bool,
-    /// `blocked` path, one block per matrix: once a panel's first 16
-    /// columns are factored, the shared-memory panel kernel updates two rows
-    /// per warp instruction (only columns 16..31 still change) and forms the
-    /// Gram entries it no longer sums in one pass at the end. Off: 1-2%
-    /// slower on the H200 at n = 176, 352, 512 and 1024 (docs/history/qr-gpu-sessions.md,
-    /// table "panel row pairs").
-    pub panel_row_pairs: bool,
-    /// `blocked` path: each lane of the shared-memory panel kernel updates
-    /// four adjacent columns of a row with 16-byte shared-memory accesses
-    /// (a warp instruction covers four rows). Off: 4% slower at n = 176 and
-    /// within 1% at 352 and 512 on the H200 (docs/history/qr-gpu-sessions.md, table
-    /// "panel quad").
-    pub panel_quad: bool,
-    /// `blocked` path, one block per matrix: the shared-memory panel kernel
-    /// meets its warps once per reflector (every thread adds the warps'
-    /// partial sums and forms the reflector itself) instead of twice, with
-    /// unpadded rows and float partials, so that three 512-row panels fit
-    /// an SM. Table "panel one barrier" (docs/history/qr-gpu-sessions.md).
-    pub panel_one_barrier: bool,
-    /// One-barrier panel: reflectors j and j + 1 from one barrier's sums
-    /// (the second column's norm below its pivot expanded from them, used
-    /// when cancellation leaves at least half its terms' magnitude) and one
-    /// pass over the rows for both; otherwise j alone. Off for every panel:
-    /// 1-6% slower at 40 x 176, 40 x 352 and 640 x 512 on the H200, 2%
-    /// faster at 60 x 1024, which takes it through
-    /// `blocked_tall_panel_two_step` (docs/history/qr-gpu-sessions.md, table "panel two
-    /// step").
-    pub panel_two_step: bool,
-    /// Panel kernels (all but the two-step loop) and `smem` kernels: the
+    /// Panel kernels and `smem` kernels: the
     /// scaled reflectors (squared norm at least 2^-60 of a panel or matrix
     /// scaled to [0.5, 1)) are formed in float32, as LAPACK's slarfg does,
     /// instead of double; tiny ones keep double. On: faster on every dense
@@ -190,14 +162,6 @@ pub struct Tuning {
     /// took 827.7 / 772.8 / 746.8 us and 40 x 240 460.3 / 444.2 / 452.2, so
     /// the line lies between 240 and 352 rows.
     pub blocked_tall_panel_rows: usize,
-    /// Those tall panels take two reflectors per barrier where they may
-    /// (`panel_two_step` for them alone). Off: the
-    /// one-barrier loop with float32 reflectors (`float_reflector`, which
-    /// the two-step loop cannot take) gave 60 x 1024 4905.0 us against
-    /// 5115.6 us two-step (earlier: two-step 5156.6 against 5260.6 us
-    /// with double reflectors; docs/history/qr-gpu-sessions.md, tables "panel two step"
-    /// and "float reflector").
-    pub blocked_tall_panel_two_step: bool,
     /// Few matrices whose panel fits one block: a cluster of fewer blocks
     /// loses to the one-barrier panel of a block alone (table "few
     /// matrices": 40 x 176 cluster of 2 390.8 us vs block alone
@@ -399,17 +363,12 @@ impl Default for Tuning {
             reg_panel_cluster_one_barrier: true,
             tensor_prefetch: false,
             cluster_push_meet: true,
-            panel_row_pairs: false,
-            panel_quad: false,
-            panel_one_barrier: true,
-            panel_two_step: false,
             float_reflector: true,
             panel_pipeline_max_threads: 256,
             panel_fold: true,
             panel_fold_min_n: 0,
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 320,
-            blocked_tall_panel_two_step: false,
             cluster_min_blocks: 8,
             cluster_max_block_rows: 192,
             look_ahead: true,

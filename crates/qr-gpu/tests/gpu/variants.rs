@@ -116,76 +116,31 @@ fn run_row(g: &Arc<GpuBackend>, row: &Row) -> Result<(), Failed> {
 
 /// The rows, grouped by the kernels they vary.
 pub(crate) static ROWS: &[Row] = &[
-    // The blocked panel's two-rows-per-warp update (`Tuning::panel_row_pairs`,
-    // off by default).
-    Row {
-        name: "panel_row_pairs",
-        runs: &[Run {
-            label: "panel row pairs",
-            flip: |t| t.panel_row_pairs = true,
-            strategies: BLOCKED,
-            check: Check::Panel { seed: 1000 },
-        }],
-    },
-    // The blocked panel with one block barrier per reflector
-    // (`Tuning::panel_one_barrier`, the default), with two reflectors per
-    // barrier (`Tuning::panel_two_step`), with float32 reflectors
-    // (`Tuning::float_reflector`; its row loop plain and software-pipelined,
-    // `Tuning::panel_pipeline_max_threads`) and with two barriers per
-    // reflector (rank-deficient and 1e-30 inputs take the double redo,
-    // nearly collinear columns the two-step loop's fallback).
+    // The blocked panel of a block alone (one block barrier per
+    // reflector) with float32 reflectors (`Tuning::float_reflector`; its
+    // row loop plain and software-pipelined,
+    // `Tuning::panel_pipeline_max_threads`) and with double ones
+    // (rank-deficient and 1e-30 inputs take the double redo).
     Row {
         name: "panel_barriers",
         runs: &[
             Run {
-                label: "panel one barrier true, two step false, float reflector false, pipelined up to 0 threads",
-                flip: barriers::<true, false, false, 0>,
+                label: "panel float reflector false, pipelined up to 0 threads",
+                flip: barriers::<false, 0>,
                 strategies: BLOCKED,
                 check: Check::Panel { seed: 1300 },
             },
             Run {
-                label: "panel one barrier true, two step false, float reflector true, pipelined up to 0 threads",
-                flip: barriers::<true, false, true, 0>,
+                label: "panel float reflector true, pipelined up to 0 threads",
+                flip: barriers::<true, 0>,
                 strategies: BLOCKED,
                 check: Check::Panel { seed: 1300 },
             },
             Run {
-                label: "panel one barrier true, two step false, float reflector true, pipelined up to 1024 threads",
-                flip: barriers::<true, false, true, 1024>,
+                label: "panel float reflector true, pipelined up to 1024 threads",
+                flip: barriers::<true, 1024>,
                 strategies: BLOCKED,
                 check: Check::Panel { seed: 1300 },
-            },
-            Run {
-                label: "panel one barrier true, two step true, float reflector false, pipelined up to 0 threads",
-                flip: barriers::<true, true, false, 0>,
-                strategies: BLOCKED,
-                check: Check::Panel { seed: 1300 },
-            },
-            Run {
-                label: "panel one barrier false, two step false, float reflector false, pipelined up to 0 threads",
-                flip: barriers::<false, false, false, 0>,
-                strategies: BLOCKED,
-                check: Check::Panel { seed: 1300 },
-            },
-        ],
-    },
-    // The four-columns-per-lane panel update (`Tuning::panel_quad`) with one
-    // block per matrix (256 and 512 threads) and with blocks meeting through
-    // global memory (`large`).
-    Row {
-        name: "panel_quad",
-        runs: &[
-            Run {
-                label: "{s} panel quad 256",
-                flip: quad::<256>,
-                strategies: &[Strategy::Blocked, Strategy::Large],
-                check: Check::Panel { seed: 1200 },
-            },
-            Run {
-                label: "{s} panel quad 512",
-                flip: quad::<512>,
-                strategies: &[Strategy::Blocked, Strategy::Large],
-                check: Check::Panel { seed: 1200 },
             },
         ],
     },
@@ -466,25 +421,11 @@ pub(crate) static ROWS: &[Row] = &[
     },
 ];
 
-/// `panel_barriers`' tunings: one block barrier per reflector or two, two
-/// reflectors per barrier (on the tall panel too), float32 reflectors, and
-/// their row loop pipelined up to `PIPE` threads.
-fn barriers<const ONE: bool, const TWO_STEP: bool, const FLOAT: bool, const PIPE: u32>(
-    t: &mut Tuning,
-) {
-    t.panel_one_barrier = ONE;
-    t.panel_two_step = TWO_STEP;
-    t.blocked_tall_panel_two_step = TWO_STEP;
+/// `panel_barriers`' tunings: float32 reflectors or double, and their row
+/// loop pipelined up to `PIPE` threads.
+fn barriers<const FLOAT: bool, const PIPE: u32>(t: &mut Tuning) {
     t.float_reflector = FLOAT;
     t.panel_pipeline_max_threads = PIPE;
-}
-
-/// `panel_quad`'s tunings: four columns per lane, `THREADS` per panel on
-/// both strategies.
-fn quad<const THREADS: u32>(t: &mut Tuning) {
-    t.panel_quad = true;
-    t.blocked_panel_threads = THREADS;
-    t.large_panel_threads = THREADS;
 }
 
 /// `smem_shared_kernels`' tunings: no register kernel.

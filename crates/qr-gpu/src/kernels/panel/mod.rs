@@ -18,10 +18,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_LD",
         "PANEL_CLUSTER",
         "PANEL_PUSH",
-        "PANEL_PAIRS",
-        "PANEL_QUAD",
         "PANEL_ONEBAR",
-        "PANEL_TWOSTEP",
         "PANEL_F32RF",
         "PANEL_PIPE",
         "PANEL_FOLD",
@@ -33,9 +30,9 @@ pub(crate) const NB: usize = 32;
 /// Shared-memory leading dimension of a panel row: odd, so that the lanes
 /// of a warp reading one column down the rows hit distinct banks.
 pub(crate) const LD: usize = NB + 1;
-/// Leading dimension of the `quad` and one-barrier variants: their lanes
-/// never read down a column, so unpadded rows are conflict-free (one
-/// 128-byte wavefront each).
+/// Leading dimension of the one-barrier variants: their lanes never read
+/// down a column, so unpadded rows are conflict-free (one 128-byte
+/// wavefront each).
 const PACKED_LD: usize = NB;
 /// Shared-memory bytes per panel row (the larger of the two layouts).
 pub(crate) const ROW_BYTES: usize = LD * std::mem::size_of::<f32>();
@@ -64,6 +61,22 @@ impl Meeting {
             Meeting::Alone | Meeting::Global => 0,
         }
     }
+
+    /// Whether the kernel meets its warps once per reflector instead of
+    /// twice (`PANEL_ONEBAR`): a block alone always does.
+    pub(crate) fn one_barrier(self) -> bool {
+        self == Meeting::Alone
+    }
+
+    /// Shared-memory leading dimension of a panel row.
+    fn ld(self) -> usize {
+        if self.one_barrier() { PACKED_LD } else { LD }
+    }
+
+    /// Shared-memory bytes of one panel row.
+    pub(crate) fn row_bytes(self) -> usize {
+        self.ld() * std::mem::size_of::<f32>()
+    }
 }
 
 /// Variants of the panel kernel beyond its block shape.
@@ -72,20 +85,7 @@ pub(crate) struct Variant {
     /// A cluster's blocks meet by remote stores and mbarriers instead of a
     /// cluster barrier and remote loads (`Tuning::cluster_push_meet`).
     pub push: bool,
-    /// A block alone updates two rows per warp instruction once 16 columns
-    /// are factored (`Tuning::panel_row_pairs`).
-    pub pairs: bool,
-    /// Without clusters, each lane updates four adjacent columns of a row
-    /// with 16-byte accesses (`Tuning::panel_quad`; not with `pairs`).
-    pub quad: bool,
-    /// A block alone meets its warps once per reflector instead of twice
-    /// (`Tuning::panel_one_barrier`; only without `pairs` and `quad`).
-    pub one_barrier: bool,
-    /// The one-barrier loop takes two reflectors per barrier where the
-    /// second column's norm allows (`Tuning::panel_two_step`).
-    pub two_step: bool,
-    /// Scaled reflectors in float32 (`Tuning::float_reflector`;
-    /// every loop but the two-step one).
+    /// Scaled reflectors in float32 (`Tuning::float_reflector`).
     pub f32_reflector: bool,
     /// The one-barrier float32 loop loads each next group of rows before
     /// updating the current one (`Tuning::panel_pipeline_max_threads`).
@@ -98,23 +98,15 @@ pub(crate) struct Variant {
 
 impl Variant {
     /// The variant's flags as compiled for `meeting` and blocks of
-    /// `threads`: each applies only where the kernel supports it (the row
-    /// pairs' row map is written for eight warps).
+    /// `threads`: each applies only where the kernel supports it.
     pub(crate) fn effective(self, meeting: Meeting, threads: u32) -> Variant {
         let cluster = meeting.cluster_size() > 0;
-        let pairs = self.pairs && !cluster && threads == 256;
-        let quad = self.quad && !cluster && !pairs;
-        let one_barrier = self.one_barrier && meeting == Meeting::Alone && !pairs && !quad;
-        let two_step = one_barrier && self.two_step;
-        let f32_reflector = !two_step && self.f32_reflector;
+        let one_barrier = meeting.one_barrier();
+        let f32_reflector = self.f32_reflector;
         Variant {
             push: self.push && cluster,
-            pairs,
-            quad,
-            one_barrier,
-            two_step,
             f32_reflector,
-            pipelined: self.pipelined && one_barrier && !two_step && f32_reflector,
+            pipelined: self.pipelined && one_barrier && f32_reflector,
             // The fold's W pass maps 4 x 4 blocks onto 64 threads at a time.
             fold: self.fold && one_barrier && threads >= 64 && threads % 64 == 0,
         }
@@ -130,22 +122,6 @@ impl Variant {
         let partials = (threads as usize / 64 + 2) * NB * NB;
         ((rows + NB) * NB + partials) * std::mem::size_of::<f32>()
     }
-
-    /// Shared-memory leading dimension of a panel row under `meeting`.
-    fn ld(self, meeting: Meeting, threads: u32) -> usize {
-        let v = self.effective(meeting, threads);
-        if v.quad || v.one_barrier {
-            PACKED_LD
-        } else {
-            LD
-        }
-    }
-
-    /// Shared-memory bytes of one panel row under `meeting` for blocks of
-    /// `threads`.
-    pub(crate) fn row_bytes(self, meeting: Meeting, threads: u32) -> usize {
-        self.ld(meeting, threads) * std::mem::size_of::<f32>()
-    }
 }
 
 /// The `-D` defines of this family for blocks of `threads`.
@@ -153,24 +129,15 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
     let v = variant.effective(meeting, threads);
     vec![
         ("PANEL_THREADS".to_string(), threads.to_string()),
-        (
-            "PANEL_LD".to_string(),
-            variant.ld(meeting, threads).to_string(),
-        ),
+        ("PANEL_LD".to_string(), meeting.ld().to_string()),
         (
             "PANEL_CLUSTER".to_string(),
             meeting.cluster_size().to_string(),
         ),
         ("PANEL_PUSH".to_string(), u8::from(v.push).to_string()),
-        ("PANEL_PAIRS".to_string(), u8::from(v.pairs).to_string()),
-        ("PANEL_QUAD".to_string(), u8::from(v.quad).to_string()),
         (
             "PANEL_ONEBAR".to_string(),
-            u8::from(v.one_barrier).to_string(),
-        ),
-        (
-            "PANEL_TWOSTEP".to_string(),
-            u8::from(v.two_step).to_string(),
+            u8::from(meeting.one_barrier()).to_string(),
         ),
         (
             "PANEL_F32RF".to_string(),
@@ -223,8 +190,7 @@ pub(crate) fn function(
     max_rows: usize,
 ) -> Result<CudaFunction, QrError> {
     let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
-    let bytes = max_rows * variant.row_bytes(meeting, threads)
-        + variant.fold_bytes(meeting, threads, max_rows);
+    let bytes = max_rows * meeting.row_bytes() + variant.fold_bytes(meeting, threads, max_rows);
     super::raise_dynamic_smem(&f, bytes, FACTOR)?;
     Ok(f)
 }
@@ -252,7 +218,7 @@ pub(crate) fn launch(
     let nrow = n - p;
     let chunk = nrow.div_ceil(groups as usize);
     let fold = prev.is_some() && variant.effective(meeting, threads).fold && p >= NB;
-    let bytes = chunk * variant.row_bytes(meeting, threads)
+    let bytes = chunk * meeting.row_bytes()
         + if fold {
             variant.fold_bytes(meeting, threads, chunk)
         } else {

@@ -48,18 +48,6 @@
 #ifndef PANEL_PUSH
 #error "PANEL_PUSH (1: clusters meet by remote stores and mbarriers) must be defined by the plan"
 #endif
-#ifndef PANEL_PAIRS
-#error "PANEL_PAIRS (1: a block alone updates two rows per warp once 16 columns are done) must be defined by the plan"
-#endif
-#ifndef PANEL_QUAD
-#error "PANEL_QUAD (1: without clusters, each lane updates four adjacent columns of a row) must be defined by the plan"
-#endif
-#if PANEL_QUAD && (PANEL_LD % 4 != 0 || PANEL_CLUSTER > 0 || PANEL_PAIRS)
-#error "PANEL_QUAD needs 16-byte aligned rows (PANEL_LD % 4 == 0), no clusters and no PANEL_PAIRS"
-#endif
-#if PANEL_PAIRS && PANEL_THREADS != 256
-#error "PANEL_PAIRS maps rows onto eight warps (PANEL_THREADS 256)"
-#endif
 #ifndef PANEL_PIPE
 #error "PANEL_PIPE (1: the one-barrier float32 loop software-pipelines its rows) must be defined by the plan"
 #endif
@@ -75,20 +63,11 @@
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
-#ifndef PANEL_TWOSTEP
-#error "PANEL_TWOSTEP (1: the one-barrier loop takes two reflectors per barrier where it may) must be defined by the plan"
-#endif
 #ifndef PANEL_F32RF
 #error "PANEL_F32RF (1: scaled reflectors in float32) must be defined by the plan"
 #endif
-#if PANEL_F32RF && PANEL_TWOSTEP
-#error "PANEL_F32RF does not apply to the two-step loop, whose expansions need double"
-#endif
-#if PANEL_TWOSTEP && !PANEL_ONEBAR
-#error "PANEL_TWOSTEP needs PANEL_ONEBAR"
-#endif
-#if PANEL_ONEBAR && (PANEL_CLUSTER > 0 || PANEL_PAIRS || PANEL_QUAD)
-#error "PANEL_ONEBAR is the plain row update of a block alone: no clusters, PANEL_PAIRS or PANEL_QUAD"
+#if PANEL_ONEBAR && PANEL_CLUSTER > 0
+#error "PANEL_ONEBAR is the row update of a block alone: no clusters"
 #endif
 // One barrier per reflector (PANEL_ONEBAR, launched with groups = 1 only):
 // the update pass of reflector r - 1 leaves reflector r's per-warp partial
@@ -114,13 +93,11 @@
 // Blocks per SM the register budget must allow: five 256-thread blocks (the
 // most whose panels fit the H200's shared memory once the panel has 256 rows or
 // fewer) need at most 48 registers a thread.
-// The two-step loop keeps twice the sums and both reflectors live: at 48
-// registers it spills (NVRTC 13.5), at 64 (four blocks) it does not.
 // A folding panel (PANEL_FOLD) is alone on its SM by the plan: its fold
 // keeps a column of W2 in registers.
 #define PANEL_MIN_BLOCKS                                                       \
     (PANEL_CLUSTER == 0 && PANEL_THREADS <= 256 && !PANEL_FOLD                 \
-         ? (PANEL_TWOSTEP ? 1024 : 1280) / PANEL_THREADS                       \
+         ? 1280 / PANEL_THREADS                                                \
          : 1)
 #define PANEL_TINY QR_TINY
 // Panel entries each thread loads before storing any (the prologue).
@@ -131,109 +108,6 @@
 // same bits in every thread; prelude.cu).
 __device__ __forceinline__ double warps_sum(const float (&x)[PANEL_WARPS]) {
     return pairwise_sum_f64<PANEL_WARPS>(x);
-}
-#endif
-
-#if PANEL_TWOSTEP
-// Two reflectors per barrier (PANEL_TWOSTEP). Before column j the loop holds,
-// for every lane's column c, the sums over the rows below j + 1 (both pivot
-// rows excluded) P[c] = sum A[., j] A[., c] and Q[c] = sum A[., j+1] A[., c].
-// Reflector j takes the pivot rows' terms from the rows themselves. When
-// the second column's norm below its pivot after H_j, expanded from the
-// sums, loses at most half of its terms' magnitude to cancellation (and is
-// not tiny), reflectors j and j+1 are formed at once and one pass over the
-// rows applies both; otherwise (the nearly collinear, the rank-deficient)
-// reflector j is formed alone, from the same sums, as the one-barrier loop
-// does. Either pass leaves the next column's P and Q.
-
-// The sums of columns 0 and 1 over rows 2.. into (outp, outq)[warp].
-__device__ __forceinline__ void pair_dots(const float* s, int rows, int warp, int lane,
-                                          float (*outp)[PANEL_NB], float (*outq)[PANEL_NB]) {
-    float ap[2] = {0.0f, 0.0f}, aq[2] = {0.0f, 0.0f};
-    int lr = 2 + warp;
-    for (; lr + PANEL_WARPS < rows; lr += 2 * PANEL_WARPS) {
-#pragma unroll
-        for (int u = 0; u < 2; ++u) {
-            const float* row = s + (lr + u * PANEL_WARPS) * PANEL_LD;
-            const float a = row[lane];
-            ap[u] = fmaf(row[0], a, ap[u]);
-            aq[u] = fmaf(row[1], a, aq[u]);
-        }
-    }
-    if (lr < rows) {
-        const float* row = s + lr * PANEL_LD;
-        const float a = row[lane];
-        ap[0] = fmaf(row[0], a, ap[0]);
-        aq[0] = fmaf(row[1], a, aq[0]);
-    }
-    outp[warp][lane] = (float)((double)ap[0] + (double)ap[1]);
-    outq[warp][lane] = (float)((double)aq[0] + (double)aq[1]);
-}
-
-// Reflector j alone on rows j+1..rows (as update_rows), leaving the sums of
-// columns j+1 and j+2 over the rows below j + 2.
-template <bool fast>
-__device__ __forceinline__ void pass_one(float* s, int j, int rows, int warp, int lane, float fs,
-                                         double scale, float wc, int w, float (*outp)[PANEL_NB],
-                                         float (*outq)[PANEL_NB]) {
-    const bool store = lane >= j && lane < w;
-    const int sp = min(j + 1, PANEL_NB - 1), sq = min(j + 2, PANEL_NB - 1);
-    float ap[4] = {0.0f, 0.0f, 0.0f, 0.0f}, aq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int l0 = j + 1 + warp; l0 < rows; l0 += 4 * PANEL_WARPS) {
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int l = l0 + u * PANEL_WARPS;
-            // Warp-uniform: the shuffles need every lane.
-            if (l < rows) {
-                float* row = s + l * PANEL_LD;
-                const float x = row[j];
-                const float v = fast ? x * fs : (float)((double)x * scale);
-                const float a = lane == j ? v : fmaf(-v, wc, row[lane]);
-                if (store) row[lane] = a;
-                const float yp = __shfl_sync(0xffffffffu, a, sp);
-                const float yq = __shfl_sync(0xffffffffu, a, sq);
-                const bool in = l > j + 2;
-                ap[u] = fmaf(in ? yp : 0.0f, a, ap[u]);
-                aq[u] = fmaf(in ? yq : 0.0f, a, aq[u]);
-            }
-        }
-    }
-    outp[warp][lane] = (float)(((double)ap[0] + (double)ap[1]) + ((double)ap[2] + (double)ap[3]));
-    outq[warp][lane] = (float)(((double)aq[0] + (double)aq[1]) + ((double)aq[2] + (double)aq[3]));
-}
-
-// Reflectors j and j+1 on rows j+2..rows: v0 = x fs0, the second column
-// y1 = y - v0 w0n, v1 = y1 fs1, and lane c takes A[., c] - v0 w0c - v1 w1c
-// (w0c, w1c are 0 where a reflector leaves the column alone). Leaves the
-// sums of columns j+2 and j+3 over the rows below j + 3.
-__device__ __forceinline__ void pass_two(float* s, int j, int rows, int warp, int lane, float fs0,
-                                         float fs1, float w0c, float w0n, float w1c, int w,
-                                         float (*outp)[PANEL_NB], float (*outq)[PANEL_NB]) {
-    const bool store = lane >= j && lane < w;
-    const int sp = min(j + 2, PANEL_NB - 1), sq = min(j + 3, PANEL_NB - 1);
-    float ap[4] = {0.0f, 0.0f, 0.0f, 0.0f}, aq[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    for (int l0 = j + 2 + warp; l0 < rows; l0 += 4 * PANEL_WARPS) {
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int l = l0 + u * PANEL_WARPS;
-            if (l < rows) {
-                float* row = s + l * PANEL_LD;
-                const float x = row[j], y = row[j + 1], a = row[lane];
-                const float v0 = x * fs0;
-                const float v1 = fmaf(-v0, w0n, y) * fs1;
-                const float a2 = fmaf(-v1, w1c, fmaf(-v0, w0c, a));
-                const float o = lane == j ? v0 : (lane == j + 1 ? v1 : a2);
-                if (store) row[lane] = o;
-                const float yp = __shfl_sync(0xffffffffu, o, sp);
-                const float yq = __shfl_sync(0xffffffffu, o, sq);
-                const bool in = l > j + 3;
-                ap[u] = fmaf(in ? yp : 0.0f, o, ap[u]);
-                aq[u] = fmaf(in ? yq : 0.0f, o, aq[u]);
-            }
-        }
-    }
-    outp[warp][lane] = (float)(((double)ap[0] + (double)ap[1]) + ((double)ap[2] + (double)ap[3]));
-    outq[warp][lane] = (float)(((double)aq[0] + (double)aq[1]) + ((double)aq[2] + (double)aq[3]));
 }
 #endif
 
@@ -538,181 +412,15 @@ __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int f
 }
 #endif
 
-#if PANEL_QUAD
-#ifndef PANEL_QUAD_U
-#define PANEL_QUAD_U 1  // groups of four rows per loop step
-#endif
-// Four consecutive floats of a panel row (rows are 16-byte aligned).
-struct alignas(16) panel_f4 {
-    float x[4];
-};
-
-// Element `e` (warp-uniform) of a quad, by selects: a dynamic index would
-// put the quad in local memory.
-__device__ __forceinline__ float pick4(const panel_f4& a, int e) {
-    const float lo = (e & 1) ? a.x[1] : a.x[0];
-    const float hi = (e & 1) ? a.x[3] : a.x[2];
-    return (e & 2) ? hi : lo;
-}
-
-// update_rows with each lane on four adjacent columns of one row: lanes
-// 8j..8j+7 take row j of four consecutive rows, lane 8j + q columns
-// 4q..4q+3, each with one 16-byte load and one 16-byte store (a row is one
-// 128-byte wavefront: no bank conflicts with PANEL_LD = 32). A warp
-// instruction so covers four rows, and the column-r value x and the next
-// reflector's column come from the row's owning lane by shuffles of the
-// loaded / updated quads (shuffles also order them before this row's store).
-// `wc` is lane `lane`'s own column's coefficient, as for update_rows; the
-// sums are added over the four rows of each lane quartet by shuffles in a
-// fixed order.
-template <bool fast>
-__device__ __forceinline__ void update_quad(float* s, int r, int next, int first, int rows, int r0,
-                                            int warp, int lane, float fs, double scale, float wc,
-                                            double (*red)[PANEL_NB]) {
-    const int j = lane >> 3, c0 = 4 * (lane & 7);
-    const int sum_from = next < 0 ? rows : next + 1 - r0;  // first local row summed
-    const int nx = next < 0 ? 0 : next;
-    const int xsrc = (lane & 24) | (r >> 2), ysrc = (lane & 24) | (nx >> 2);
-    // Columns left of r and past w have wc = 0: the update leaves them as
-    // they are (v is finite: |v| <= 1).
-    float wq[4];
-#pragma unroll
-    for (int e = 0; e < 4; ++e) wq[e] = __shfl_sync(0xffffffffu, wc, c0 + e);
-    float acc[PANEL_QUAD_U][4];
-#pragma unroll
-    for (int u = 0; u < PANEL_QUAD_U; ++u)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) acc[u][e] = 0.0f;
-    // Warp `warp` owns rows first + 4 warp + 4 PANEL_WARPS i + {0..3}, taken
-    // PANEL_QUAD_U groups of four at a time; the loop test is warp-uniform.
-    for (int l0 = first + 4 * warp; l0 < rows; l0 += 4 * PANEL_QUAD_U * PANEL_WARPS) {
-#pragma unroll
-        for (int u = 0; u < PANEL_QUAD_U; ++u) {
-            const int l = l0 + 4 * PANEL_WARPS * u + j;
-            const bool in = l < rows;
-            panel_f4* row = reinterpret_cast<panel_f4*>(s + l * PANEL_LD + c0);
-            panel_f4 a = {{0.0f, 0.0f, 0.0f, 0.0f}};
-            if (in) a = *row;
-            const float x = __shfl_sync(0xffffffffu, pick4(a, r & 3), xsrc);
-            const float v = fast ? x * fs : (float)((double)x * scale);
-#pragma unroll
-            for (int e = 0; e < 4; ++e) a.x[e] = c0 + e == r ? v : fmaf(-v, wq[e], a.x[e]);
-            if (in) *row = a;
-            const float y = __shfl_sync(0xffffffffu, pick4(a, nx & 3), ysrc);
-            const float ys = in && l >= sum_from ? y : 0.0f;
-#pragma unroll
-            for (int e = 0; e < 4; ++e) acc[u][e] = fmaf(ys, a.x[e], acc[u][e]);
-        }
-    }
-    if (next >= 0) {
-        double d[4];
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-            d[e] = (double)acc[0][e];
-#pragma unroll
-            for (int u = 1; u < PANEL_QUAD_U; ++u) d[e] += (double)acc[u][e];
-            d[e] += __shfl_xor_sync(0xffffffffu, d[e], 8);
-            d[e] += __shfl_xor_sync(0xffffffffu, d[e], 16);
-        }
-        if (j == 0)
-#pragma unroll
-            for (int e = 0; e < 4; ++e) red[warp][c0 + e] = d[e];
-    }
-}
-#endif
-
-#if PANEL_PAIRS
-// update_rows for reflectors r >= 16 of a block alone (groups == 1): only
-// columns 16..31 still change, so each warp instruction takes two rows,
-// lanes 0..15 one and lanes 16..31 another 16 rows further down (16 rows
-// apart, their columns fall in different banks), which halves the passes'
-// instructions for the second half of the panel. Sums land in
-// red[warp][16..31] (red[warp][0..15] = 0): the Gram entries of columns
-// below 16 come from pair_gram after the loop instead. `wc` is lane
-// `lane`'s own column's coefficient (as for update_rows).
-template <bool fast>
-__device__ __forceinline__ void update_pairs(float* s, int r, int next, int first, int rows,
-                                             int warp, int lane, float fs, double scale,
-                                             float wc, int w, double (*red)[PANEL_NB]) {
-    const int half = lane >> 4, col = 16 + (lane & 15);
-    const float wcc = __shfl_sync(0xffffffffu, wc, col);
-    const bool store = col >= r && col < w;
-    const int src = next < 0 ? 0 : (lane & 16) | (next - 16);
-    const int sum_from = next < 0 ? rows : next + 1;  // r0 = 0 alone
-    float acc[4] = {0.0f, 0.0f, 0.0f, 0.0f};
-    // Warp `warp` owns rows first + warp + 8i; step j takes i and i + 2 (this
-    // lane's half), so four steps cover 32 rows of the block per warp group.
-    const int base = first + warp + 16 * half;
-    for (int j0 = 0;; j0 += 4) {
-        const int l00 = first + warp + 32 * (j0 >> 1);
-        if (l00 >= rows) break;  // warp-uniform: the lower half's first row
-#pragma unroll
-        for (int u = 0; u < 4; ++u) {
-            const int j = j0 + u;
-            const int l = base + 32 * (j >> 1) + 8 * (j & 1);
-            const bool in = l < rows;
-            float* row = s + l * PANEL_LD;
-            const float x = in ? row[r] : 0.0f;
-            const float v = fast ? x * fs : (float)((double)x * scale);
-            const float a0 = in ? row[col] : 0.0f;
-            const float a = col == r ? v : fmaf(-v, wcc, a0);
-            if (in && store) row[col] = a;
-            const float y = __shfl_sync(0xffffffffu, a, src);
-            acc[u] = fmaf(in && l >= sum_from ? y : 0.0f, a, acc[u]);
-        }
-    }
-    if (next >= 0) {
-        double d = ((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]);
-        d += __shfl_xor_sync(0xffffffffu, d, 16);
-        red[warp][half == 0 ? 16 + lane : lane - 16] = half == 0 ? d : 0.0;
-    }
-}
-
-// Gram entries G[c][q] = v_c^T v_q for c < 16 <= q < w of a block alone,
-// from the factored panel in shared memory (v_q is 1 at row q, zero above):
-// s[q][c] + sum over rows > q of s[row][c] s[row][q]. Lane: q = 16 + lane % 16,
-// c in 8 (lane / 16) .. + 8. Per-lane float sums, added over warps in double
-// in warp order.
-__device__ void pair_gram(const float* s, int rows, int w, int warp, int lane,
-                          double (*red)[PANEL_NB], double (*gram)[PANEL_NB + 1]) {
-    const int q = 16 + (lane & 15), c0 = 8 * (lane >> 4);
-    float acc[8];
-#pragma unroll
-    for (int k = 0; k < 8; ++k) acc[k] = 0.0f;
-    // Every lane of a warp on the same row (broadcast loads); rows above q
-    // contribute nothing (v_q is zero there). No q is below 16.
-    for (int l = 16 + warp; l < rows; l += PANEL_WARPS) {
-        const float* row = s + l * PANEL_LD;
-        const float vq = l < q ? 0.0f : (l == q ? 1.0f : row[q]);
-#pragma unroll
-        for (int k = 0; k < 8; ++k) acc[k] = fmaf(row[c0 + k], vq, acc[k]);
-    }
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-        __syncthreads();  // red is free (first round: the loop's last reader is done)
-        red[warp][lane] = (double)acc[k];
-        __syncthreads();
-        if (warp == 0 && q < w) {
-            double t = 0.0;
-            for (int p = 0; p < PANEL_WARPS; ++p) t += red[p][lane];
-            gram[c0 + k][q] = t;
-        }
-    }
-    __syncthreads();  // gram complete before the T recurrence reads it
-}
-#endif
-
-
 extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, PANEL_MIN_BLOCKS)
     panel_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
                      float* __restrict__ vbuf, float* __restrict__ tbuf,
                      float* __restrict__ tau, double* partials, float* rowbuf, u32* counters,
                      int n, int p, int w, int groups, int mat0, const float* __restrict__ vprev,
                      const float* __restrict__ tprev, int fold) {
-    // 16-byte aligned: PANEL_QUAD moves rows as 16-byte quads.
+    // 16-byte aligned: the fold (qr_fold_apply) reads rows as 16-byte quads.
     extern __shared__ __attribute__((aligned(16))) float s[];
-    // Two-step: two buffers of P and Q float partials in the room of two.
-    __shared__ double red[PANEL_WARPS * (PANEL_TWOSTEP ? 2 : 1)][PANEL_NB];
+    __shared__ double red[PANEL_WARPS][PANEL_NB];
     __shared__ double gram[PANEL_NB][PANEL_NB + 1];
     __shared__ float taus[PANEL_NB];
 #if !PANEL_ONEBAR
@@ -825,133 +533,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     }
     __syncthreads();
 
-#if PANEL_TWOSTEP
-    float(*rq)[2][PANEL_WARPS][PANEL_NB] = reinterpret_cast<float(*)[2][PANEL_WARPS][PANEL_NB]>(red);
-    pair_dots(s, rows, warp, lane, rq[0][0], rq[0][1]);
-    // Up to two pivot rows of the previous step, stored after the next barrier.
-    float pend0 = 0.0f, pend1 = 0.0f;
-    int prow0 = 0, prow1 = 0;
-    bool pon0 = false, pon1 = false;
-    int par = 0;
-    for (int j = 0; j < w; par ^= 1) {
-        __syncthreads();  // rq[par]: column j's P and Q; s: the updated panel
-        if (warp == 0) {
-            if (pon0) s[prow0 * PANEL_LD + lane] = pend0;
-            if (pon1) s[prow1 * PANEL_LD + lane] = pend1;
-        }
-        double pl, ql;  // P[lane], Q[lane]
-        {
-            float x[PANEL_WARPS];
-#pragma unroll
-            for (int q = 0; q < PANEL_WARPS; ++q) x[q] = rq[par][0][q][lane];
-            pl = warps_sum(x);
-#pragma unroll
-            for (int q = 0; q < PANEL_WARPS; ++q) x[q] = rq[par][1][q][lane];
-            ql = warps_sum(x);
-        }
-        const float arow = s[j * PANEL_LD + lane];
-        const float brow = j + 1 < rows ? s[(j + 1) * PANEL_LD + lane] : 0.0f;
-        const float alpha = __shfl_sync(0xffffffffu, arow, j);
-        const float x1 = __shfl_sync(0xffffffffu, brow, j);  // A[j+1][j]
-        // Column j's products with this lane's column over the rows below j.
-        const double sl = (double)x1 * (double)brow + pl;
-        const double sj = __shfl_sync(0xffffffffu, sl, j);  // ||x[1..]||^2
-        // Every value below is the same in every thread: uniform branches.
-        bool two = false;
-        if (j + 1 < w && sj >= PANEL_TINY) {
-            const Reflector r0 = scaled_reflector(alpha, sj);
-            const double s0 = r0.scale;
-            const double vta0 = (double)arow + s0 * sl;  // v_j^T A[., lane]
-            const float w0c = lane > j && lane < w ? (float)((double)r0.tau * vta0) : 0.0f;
-            const float w0n = __shfl_sync(0xffffffffu, w0c, j + 1);
-            const double pjn = __shfl_sync(0xffffffffu, pl, j + 1);  // sum x y
-            const double pjj = __shfl_sync(0xffffffffu, pl, j);      // sum x^2
-            const double qnn = __shfl_sync(0xffffffffu, ql, j + 1);  // sum y^2
-            // ||y - al x||^2 below row j + 1: column j+1 after H_j.
-            const double al = s0 * (double)w0n;
-            const double t1 = 2.0 * al * pjn, t2 = al * al * pjj;
-            const double xn2b = (qnn - t1) + t2;
-            if (xn2b >= PANEL_TINY && xn2b >= 0.5 * (qnn + fabs(t1) + t2)) {
-                two = true;
-                const float fs0 = (float)s0;
-                // Row j + 1 after H_j (lane j: v_j's entry there).
-                const float v01 = x1 * fs0;
-                const float b1 = lane == j ? v01 : fmaf(-v01, w0c, brow);
-                const float alpha1 = __shfl_sync(0xffffffffu, b1, j + 1);
-                const Reflector r1 = scaled_reflector(alpha1, xn2b);
-                const double s1 = r1.scale;
-                // sum (y - al x)(a - bl x) below row j + 1, bl this lane's al.
-                const double bl = s0 * (double)w0c;
-                const double qp = ((ql - bl * pjn) - al * pl) + al * bl * pjj;
-                const double vta1 = (double)b1 + s1 * qp;  // v_{j+1}^T A'[., lane]
-                const float w1c = lane > j + 1 && lane < w ? (float)((double)r1.tau * vta1) : 0.0f;
-                if (warp == 0) {
-                    gram[lane][j] = lane < j ? vta0 : 0.0;
-                    gram[lane][j + 1] = lane < j ? vta1
-                                        : lane == j ? (double)v01 + s0 * s1 * (pjn - al * pjj)
-                                                    : 0.0;
-                    if (lane == 0) {
-                        taus[j] = r0.tau;
-                        taus[j + 1] = r1.tau;
-                    }
-                }
-                pon0 = pon1 = lane >= j && lane < w;
-                prow0 = j;
-                prow1 = j + 1;
-                pend0 = lane == j ? r0.beta : arow - w0c;
-                pend1 = lane == j + 1 ? r1.beta : (lane == j ? v01 : b1 - w1c);
-                pass_two(s, j, rows, warp, lane, fs0, (float)s1, w0c, w0n, w1c, w,
-                         rq[par ^ 1][0], rq[par ^ 1][1]);
-            }
-        }
-        if (two) {
-            j += 2;
-            continue;
-        }
-        double tl = sl, tr = sj;
-        const bool tiny = tr < PANEL_TINY;
-        if (tiny) {
-            __syncthreads();  // every warp has read rq[par]; red is free as doubles
-            double acc = 0.0;
-            for (int lr = j + 1 + warp; lr < rows; lr += PANEL_WARPS)
-                acc += (double)s[lr * PANEL_LD + j] * (double)s[lr * PANEL_LD + lane];
-            red[warp][lane] = acc;
-            __syncthreads();
-            tl = 0.0;
-#pragma unroll
-            for (int q = 0; q < PANEL_WARPS; ++q) tl += red[q][lane];
-            tr = __shfl_sync(0xffffffffu, tl, j);
-            __syncthreads();  // read before the pass stores float partials over them
-        }
-        const Reflector rf = tiny ? make_reflector(alpha, tr) : scaled_reflector(alpha, tr);
-        const double vta = (double)arow + rf.scale * tl;
-        float wc = 0.0f;
-        if (lane > j && lane < w && rf.tau != 0.0f) wc = (float)((double)rf.tau * vta);
-        if (warp == 0) {
-            gram[lane][j] = lane < j ? vta : 0.0;
-            if (lane == 0) taus[j] = rf.tau;
-        }
-        pon0 = rf.tau != 0.0f && lane >= j && lane < w;
-        pon1 = false;
-        prow0 = j;
-        pend0 = lane == j ? rf.beta : arow - wc;
-        if (rf.tau == 0.0f)
-            pass_one<true>(s, j, rows, warp, lane, 1.0f, 1.0, wc, w, rq[par ^ 1][0], rq[par ^ 1][1]);
-        else if (fabs(rf.scale) < 1.0e30)
-            pass_one<true>(s, j, rows, warp, lane, (float)rf.scale, rf.scale, wc, w,
-                           rq[par ^ 1][0], rq[par ^ 1][1]);
-        else
-            pass_one<false>(s, j, rows, warp, lane, 0.0f, rf.scale, wc, w, rq[par ^ 1][0],
-                            rq[par ^ 1][1]);
-        j += 1;
-    }
-    __syncthreads();
-    if (warp == 0) {
-        if (pon0) s[prow0 * PANEL_LD + lane] = pend0;
-        if (pon1) s[prow1 * PANEL_LD + lane] = pend1;
-    }
-    __syncthreads();
-#elif PANEL_ONEBAR
+#if PANEL_ONEBAR
     // Two buffers of float partials in the room of red.
     float(*redf)[PANEL_WARPS][PANEL_NB] = reinterpret_cast<float(*)[PANEL_WARPS][PANEL_NB]>(red);
     dot_rows(s, 0, 1, rows, warp, lane, redf[0]);
@@ -1091,29 +673,6 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         // redone in double, so a float32 scale is exact to rounding. tau = 0
         // leaves the panel as it is (scale 1 and no update: wc is 0).
         const int next = r + 1 < w ? r + 1 : -1;
-#if PANEL_PAIRS
-        // groups is uniform, so is this branch.
-        if (groups == 1 && r >= 16) {
-            if (rf.tau == 0.0f)
-                update_pairs<true>(s, r, next, first, rows, warp, lane, 1.0f, 1.0, wc, w, red);
-            else if (fabs(rf.scale) < 1.0e30)
-                update_pairs<true>(s, r, next, first, rows, warp, lane, (float)rf.scale,
-                                   rf.scale, wc, w, red);
-            else
-                update_pairs<false>(s, r, next, first, rows, warp, lane, 0.0f, rf.scale, wc, w,
-                                    red);
-            continue;
-        }
-#endif
-#if PANEL_QUAD
-        if (rf.tau == 0.0f)
-            update_quad<true>(s, r, next, first, rows, r0, warp, lane, 1.0f, 1.0, wc, red);
-        else if (fabs(rf.scale) < 1.0e30)
-            update_quad<true>(s, r, next, first, rows, r0, warp, lane, (float)rf.scale, rf.scale,
-                              wc, red);
-        else
-            update_quad<false>(s, r, next, first, rows, r0, warp, lane, 0.0f, rf.scale, wc, red);
-#else
         if (rf.tau == 0.0f)
             update_rows<true>(s, r, next, first, rows, r0, warp, lane, 1.0f, 1.0, wc, w, red);
         else if (fabs(rf.scale) < 1.0e30)
@@ -1122,12 +681,8 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         else
             update_rows<false>(s, r, next, first, rows, r0, warp, lane, 0.0f, rf.scale, wc, w,
                                red);
-#endif
     }
     __syncthreads();
-#if PANEL_PAIRS
-    if (groups == 1 && w > 16) pair_gram(s, rows, w, warp, lane, red, gram);
-#endif
 #else
     // Clusters (few matrices, latency-bound): the fused pass measured slower
     // there (its per-row shuffle lengthens the chain), so the sums, the update
