@@ -399,15 +399,8 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    for (one, regs, tpc) in [
-        (false, 0, 4),
-        (true, 0, 4),
-        (true, 64, 2),
-        (true, 64, 4),
-        (true, 64, 8),
-    ] {
+    for (regs, tpc) in [(0, 4), (64, 2), (64, 4), (64, 8)] {
         let t = Tuning {
-            smem_one_barrier: one,
             smem_register_max_rows: regs,
             smem_tpc: [if tpc == 4 { 8 } else { tpc }, tpc, tpc],
             ..base.clone()
@@ -423,7 +416,7 @@ fn variants() -> Vec<Variant> {
                 "40,208,1,dense",
                 "40,224,1,dense",
             ],
-            format!("smem one barrier {one}, register rows up to {regs}, tpc {tpc}"),
+            format!("smem register rows up to {regs}, tpc {tpc}"),
             Some(Strategy::Smem),
             &t,
         );

@@ -251,7 +251,6 @@ fn fields(p: &Plan) -> String {
         forced: _,
         tpc,
         threads,
-        one_barrier,
         rows,
         lda,
         warp,
@@ -261,7 +260,7 @@ fn fields(p: &Plan) -> String {
     } = p;
     if *strategy == Strategy::Smem {
         return format!(
-            "smem: tpc={tpc} threads={threads} one_barrier={one_barrier} rows={rows} \
+            "smem: tpc={tpc} threads={threads} rows={rows} \
              lda={lda} warp={warp} float_reflector={} graph={graph}",
             panel.float_reflector
         );

@@ -170,9 +170,6 @@ pub struct Plan {
     pub tpc: u32,
     /// `Smem`: threads per block.
     pub threads: u32,
-    /// `Smem`: one block barrier per column (`Tuning::smem_one_barrier`)
-    /// rather than three.
-    pub one_barrier: bool,
     /// `Smem`: rows per thread of the kernel that keeps every column in its
     /// threads' registers (`Tuning::smem_register_max_rows`), 0 for a kernel with
     /// the matrix in shared memory.
@@ -255,17 +252,16 @@ impl fmt::Display for Plan {
                 self.shape,
                 self.threads,
                 self.tpc,
-                match (self.rows, self.one_barrier) {
+                match self.rows {
                     _ if self.warp => "one warp per matrix, every column in its lane's \
                                        registers, no block barrier"
                         .to_string(),
-                    (1.., _) => format!(
+                    1.. => format!(
                         "columns in registers ({} rows a thread), one block barrier per column",
                         self.rows
                     ),
-                    (0, one) => format!(
-                        "{} block barrier(s) per column, {} KiB shared memory",
-                        if one { 1 } else { 3 },
+                    0 => format!(
+                        "1 block barrier(s) per column, {} KiB shared memory",
                         smem::matrix_bytes(self.shape.n(), self.lda as usize).div_ceil(1024)
                     ),
                 },
@@ -422,11 +418,7 @@ fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
         let padded = smem::padded_lda(n, tpc);
         let fits =
             smem::matrix_bytes(n, padded) <= device.smem_per_block_optin.saturating_sub(1024);
-        l.lda = if tuning.smem_one_barrier && fits {
-            padded
-        } else {
-            n | 1
-        } as u32;
+        l.lda = if fits { padded } else { n | 1 } as u32;
     }
     l
 }
@@ -573,7 +565,6 @@ pub fn plan(
         forced: forced.is_some(),
         tpc: 1,
         threads: 32,
-        one_barrier: tuning.smem_one_barrier,
         rows: 0,
         lda: 0,
         warp: false,

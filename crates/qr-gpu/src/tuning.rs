@@ -20,11 +20,6 @@ pub struct Tuning {
     /// from 176 on (411.7 vs 392.9 us); docs/history/qr-gpu-sessions.md, table "smem
     /// crossover, one barrier".
     pub smem_max_n: usize,
-    /// `smem` strategy: the kernel that meets once per column (every
-    /// thread forms the reflector from sums the previous column's update
-    /// left behind) instead of three times. Table "smem one barrier"
-    /// (docs/history/qr-gpu-sessions.md).
-    pub smem_one_barrier: bool,
     /// `smem` strategy: most rows per thread of the one-barrier kernel that
     /// keeps every column in its threads' registers; orders needing more
     /// take the shared-memory kernels (0: never). 8: on the H200 it won at
@@ -345,7 +340,6 @@ impl Default for Tuning {
         Self {
             smem_tpc: [8, 4, 4],
             smem_max_n: 160,
-            smem_one_barrier: true,
             smem_register_max_rows: 8,
             smem_warp_max_n: 0,
             blocked_panel_threads: 256,

@@ -231,29 +231,22 @@ pub(crate) static ROWS: &[Row] = &[
             },
         ],
     },
-    // The `smem` kernels that keep the matrix in shared memory, with three
-    // barriers per column and with one (`Tuning::smem_one_barrier`,
-    // `Tuning::smem_register_max_rows` 0; float32 reflectors, and double
-    // ones with one barrier): the strategy tests run the default, the
+    // The `smem` kernel that keeps the matrix in shared memory (one block
+    // barrier per column, `Tuning::smem_register_max_rows` 0; float32
+    // reflectors and double ones): the strategy tests run the default, the
     // register kernel for small orders.
     Row {
         name: "smem_shared_kernels",
         runs: &[
             Run {
-                label: "smem one barrier false, float reflector true, shared memory",
-                flip: smem_shared::<false, true>,
+                label: "smem float reflector true, shared memory",
+                flip: smem_shared::<true>,
                 strategies: SMEM,
                 check: Check::Smem,
             },
             Run {
-                label: "smem one barrier true, float reflector true, shared memory",
-                flip: smem_shared::<true, true>,
-                strategies: SMEM,
-                check: Check::Smem,
-            },
-            Run {
-                label: "smem one barrier true, float reflector false, shared memory",
-                flip: smem_shared::<true, false>,
+                label: "smem float reflector false, shared memory",
+                flip: smem_shared::<false>,
                 strategies: SMEM,
                 check: Check::Smem,
             },
@@ -429,8 +422,7 @@ fn barriers<const FLOAT: bool, const PIPE: u32>(t: &mut Tuning) {
 }
 
 /// `smem_shared_kernels`' tunings: no register kernel.
-fn smem_shared<const ONE: bool, const FLOAT: bool>(t: &mut Tuning) {
-    t.smem_one_barrier = ONE;
+fn smem_shared<const FLOAT: bool>(t: &mut Tuning) {
     t.smem_register_max_rows = 0;
     t.float_reflector = FLOAT;
 }

@@ -8,7 +8,6 @@ use crate::engine::Engine;
 use crate::error::DriverContext;
 use crate::plan::Plan;
 
-const HOUSEHOLDER: &str = "smem_householder_f32";
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
 const REGISTERS: &str = "smem_registers_f32";
 const WARP: &str = "smem_warp_f32";
@@ -19,13 +18,13 @@ pub(crate) const WARP_MAX_N: usize = 32;
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "smem",
     source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
-    entries: &[HOUSEHOLDER, ONE_BARRIER, REGISTERS, WARP],
+    entries: &[ONE_BARRIER, REGISTERS, WARP],
     defines: &["SMEM_TPC", "SMEM_ROWS", "SMEM_F32RF", "SMEM_WARP"],
 };
 
 /// Dynamic shared memory for one `n x n` matrix with the odd leading
 /// dimension, and the one-barrier kernel's two pivot columns and two rows
-/// of sums (the three-barrier kernel leaves them unused).
+/// of sums.
 pub(crate) fn smem_bytes(n: usize) -> usize {
     matrix_bytes(n, n | 1)
 }
@@ -105,11 +104,10 @@ pub(crate) fn launch(
             ),
         });
     }
-    let (entry, smem) = match (rows, plan.one_barrier) {
+    let (entry, smem) = match rows {
         _ if plan.warp => (WARP, 0),
-        (1.., _) => (REGISTERS, register_bytes(tpc, rows)),
-        (0, true) => (ONE_BARRIER, matrix_bytes(n, lda)),
-        (0, false) => (HOUSEHOLDER, matrix_bytes(n, lda)),
+        1.. => (REGISTERS, register_bytes(tpc, rows)),
+        0 => (ONE_BARRIER, matrix_bytes(n, lda)),
     };
     let f = engine.function(
         &SOURCE,

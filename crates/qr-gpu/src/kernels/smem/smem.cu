@@ -1,24 +1,16 @@
 // Unblocked Householder QR with the whole matrix in shared memory: one block
 // per matrix, SMEM_TPC threads per column (a power of two up to 32) so that a
-// block of a few hundred threads keeps enough warps in flight. Three kernels:
-// smem_householder_f32 (three block barriers per column),
-// smem_onebarrier_f32 (one) and smem_registers_f32 (one, and every column
-// in its group's registers); each is described above it.
+// block of a few hundred threads keeps enough warps in flight. Kernels:
+// smem_onebarrier_f32 (one block barrier per column), smem_registers_f32
+// (one, and every column in its group's registers) and smem_warp_f32 (one
+// warp per matrix, compiled in with SMEM_WARP); each is described above it.
 //
 // The matrix is stored row-major with leading dimension `lda` (a kernel
-// argument): n | 1 for the three-barrier kernel, whose SMEM_TPC lanes of a
-// column group read one column down consecutive rows, and a stride coprime
-// with the 32 banks puts those rows in different banks; for the one-barrier
-// kernel, where a warp reads SMEM_TPC consecutive rows of 32 / SMEM_TPC
-// adjacent columns, lda = 32 / SMEM_TPC (mod 64 / SMEM_TPC) when the padded
-// matrix fits, so that those 32 elements fall in 32 different banks (the
-// planner's `smem::padded_lda`).
-//
-// smem_householder_f32, step j: thread 0 forms the reflector of column j
-// from the norm the previous step left in s_xn2; the block scales column j
-// into v; every column group then applies H_j to its columns k > j. The
-// group owning column j + 1 also accumulates that column's new sub-diagonal
-// norm while it updates it, which saves one block-wide reduction per column.
+// argument): for the one-barrier kernel, where a warp reads SMEM_TPC
+// consecutive rows of 32 / SMEM_TPC adjacent columns, lda = 32 / SMEM_TPC
+// (mod 64 / SMEM_TPC) when the padded matrix fits, so that those 32
+// elements fall in 32 different banks (the planner's `smem::padded_lda`),
+// else n | 1.
 //
 // Range: as in the panel kernel, the matrix is scaled by a power of two
 // (exact) so that its largest entry lies in [0.5, 1); float32 products then
@@ -155,132 +147,6 @@ __device__ __forceinline__ float group_sum(float p, u32 gmask) {
     return p;
 }
 
-extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
-                                                float* __restrict__ h,
-                                                float* __restrict__ tau,
-                                                int* __restrict__ info, int n, int lda,
-                                                long long mstride, int ldg, int tstride,
-                                                int corner) {
-    extern __shared__ float s[];
-    __shared__ double scratch[32];
-    __shared__ double s_xn2;
-    __shared__ float s_tau;
-    __shared__ double s_scale;
-
-    const int tid = threadIdx.x, nt = blockDim.x;
-    const int lane = tid & 31;
-    const int sub = tid & (SMEM_TPC - 1);
-    const int grp = tid / SMEM_TPC;
-    const int ngrp = nt / SMEM_TPC;
-    const u32 gmask = group_mask(lane);
-    const long long off = (long long)blockIdx.x * mstride;
-    const float* am = a + off;
-    float* hm = h + off;
-    float* taum = tau + (long long)blockIdx.x * tstride;
-
-    int ex = 0, bad = 0;
-    if (!smem_load_scaled(am, hm, taum, info, s, n, lda, ldg, corner, scratch, ex)) return;
-
-    float part = 0.0f;
-    for (int i = 1 + tid; i < n; i += nt) {
-        const float x = s[i * lda];
-        part = fmaf(x, x, part);
-    }
-    double xn2 = block_sum_f64((double)part, scratch);
-    if (tid == 0) s_xn2 = xn2;
-    __syncthreads();
-
-    for (int j = 0; j < n; ++j) {
-        // s_xn2 is shared, so the whole block takes this branch or none.
-        if (s_xn2 < SMEM_TINY) {
-            double q = 0.0;
-            for (int i = j + 1 + tid; i < n; i += nt) {
-                const double x = (double)s[i * lda + j];
-                q += x * x;
-            }
-            q = block_sum_f64(q, scratch);
-            if (tid == 0) s_xn2 = q;
-            __syncthreads();
-        }
-        if (tid == 0) {
-            Reflector r = scaled_matrix_reflector<SMEM_F32RF>(s[j * lda + j], s_xn2);
-            s[j * lda + j] = r.beta;
-            s_tau = r.tau;
-            s_scale = r.scale;
-            taum[j] = r.tau;
-            bad |= smem_nonfinite(r.tau);
-        }
-        __syncthreads();
-        const float t = s_tau;
-        if (t != 0.0f) {
-            const double sc = s_scale;
-            // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
-            // redone in double, so a float32 scale is exact to rounding.
-            const bool fast = fabs(sc) < 1.0e30;
-            const float fs = (float)sc;
-            for (int i = j + 1 + tid; i < n; i += nt) {
-                const float x = s[i * lda + j];
-                s[i * lda + j] = fast ? x * fs : (float)((double)x * sc);
-            }
-        }
-        __syncthreads();
-
-        const int lo = j + 1;
-        for (int k = lo + grp; k < n; k += ngrp) {
-            float q = 0.0f;
-            if (t != 0.0f) {
-                const float rj = s[j * lda + k];
-                float p0 = 0.0f, p1 = 0.0f;
-                int i = lo + sub;
-                for (; i + SMEM_TPC < n; i += 2 * SMEM_TPC) {
-                    p0 = fmaf(s[i * lda + j], s[i * lda + k], p0);
-                    p1 = fmaf(s[(i + SMEM_TPC) * lda + j], s[(i + SMEM_TPC) * lda + k], p1);
-                }
-                if (i < n) p0 = fmaf(s[i * lda + j], s[i * lda + k], p0);
-                const float p = group_sum(p0 + p1, gmask);
-                const float w = t * (rj + p);
-                if (sub == 0) s[j * lda + k] = rj - w;
-                // Four rows loaded before any is stored: the compiler cannot
-                // prove the column-k stores miss the next column-j loads.
-                int i2 = lo + sub;
-                for (; i2 + 3 * SMEM_TPC < n; i2 += 4 * SMEM_TPC) {
-                    float v[4], x[4];
-#pragma unroll
-                    for (int u = 0; u < 4; ++u) {
-                        v[u] = s[(i2 + u * SMEM_TPC) * lda + j];
-                        x[u] = s[(i2 + u * SMEM_TPC) * lda + k];
-                    }
-#pragma unroll
-                    for (int u = 0; u < 4; ++u) {
-                        x[u] = fmaf(-v[u], w, x[u]);
-                        s[(i2 + u * SMEM_TPC) * lda + k] = x[u];
-                        if (k == lo && i2 + u * SMEM_TPC > lo) q = fmaf(x[u], x[u], q);
-                    }
-                }
-                for (; i2 < n; i2 += SMEM_TPC) {
-                    const float x = fmaf(-s[i2 * lda + j], w, s[i2 * lda + k]);
-                    s[i2 * lda + k] = x;
-                    if (k == lo && i2 > lo) q = fmaf(x, x, q);
-                }
-            } else if (k == lo) {
-                for (int i2 = lo + 1 + sub; i2 < n; i2 += SMEM_TPC) {
-                    const float x = s[i2 * lda + k];
-                    q = fmaf(x, x, q);
-                }
-            }
-            if (k == lo) {
-                // The rows this lane updated itself, so no group barrier is needed.
-                double qd = (double)q;
-                for (int o = 1; o < SMEM_TPC; o <<= 1) qd += __shfl_xor_sync(gmask, qd, o);
-                if (sub == 0) s_xn2 = qd;
-            }
-        }
-        __syncthreads();
-    }
-
-    smem_store(s, hm, taum, info, n, lda, ldg, corner, ex, bad);
-}
-
 // One block barrier per column. Step j reads what step j - 1 left behind:
 //   piv[j&1][i]  column j as updated by step j - 1 (rows >= j), and at
 //                row j - 1 that column's R entry;
@@ -300,8 +166,8 @@ extern "C" __global__ void smem_householder_f32(const float* __restrict__ a,
 // ends the previous step, and what it writes is read only after the barrier
 // that ends it.
 //
-// Range and tiny norms as in smem_householder_f32: a scaled squared norm
-// under SMEM_TINY is recomputed in double by the block (a uniform branch).
+// Range and tiny norms as in the header: a scaled squared norm under
+// SMEM_TINY is recomputed in double by the block (a uniform branch).
 extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const float* __restrict__ a,
                                                float* __restrict__ h,
                                                float* __restrict__ tau,
