@@ -1,7 +1,6 @@
 """Checks the register panel of a block alone per matrix under the host
 emulator: panelreg_factor_f32 in every variant the planner can ask a block
-alone for (whole rows and halves), also folding the previous panel's
-update into its own columns:
+alone for (whole rows and halves):
 
     python3 tools/cudasim/check_panelreg.py [--quick]
 
@@ -34,17 +33,17 @@ def threads_for_rows(rows, rpt, min_threads, max_threads):
 
 def run(binary, threads, p, w, a, seed=0):
     b, n = a.shape[0], a.shape[-1]
-    raw = cudasim.run(binary, [threads, p, w, 0], [b, n, a], seed)
+    raw = cudasim.run(binary, [threads, p, w], [b, n, a], seed)
     h, tau, v, t, oflow = cudasim.take(raw, [((b, n, n), np.float32), ((b, n), np.float32),
                                              ((b, n, 32), np.float32), ((b, 32, 32), np.float32),
                                              ((b,), np.int32)])
     return h, tau, v, t, oflow, raw
 
 
-def check_panel(a, h, tau, v, t, oflow, p, w, tag, vt=True):
+def check_panel(a, h, tau, v, t, oflow, p, w, tag):
     """Failures of one matrix's factorization of columns p..p+w (rows p..):
-    the residual and orthogonality, the V and T buffers where `vt` (w <= 32),
-    the overflow mark, nothing written outside."""
+    the residual and orthogonality, the V and T buffers, the overflow mark,
+    nothing written outside."""
     bad = []
     hp = h[p:, p:p + w].astype(np.float64)
     taus = tau[p:p + w].astype(np.float64)
@@ -52,8 +51,7 @@ def check_panel(a, h, tau, v, t, oflow, p, w, tag, vt=True):
     sfr, orth = cudasim.gate(a[p:, p:p + w], hp, taus, vq[1])
     if not (sfr <= 5 and orth <= 25):
         bad.append(f"{tag}: sfr {sfr:.3g} orth {orth:.3g}")
-    if vt:
-        bad += check_vt(hp, taus, v, t, w, tag, vq)
+    bad += check_vt(hp, v, t, w, tag, vq)
     if oflow != 0:
         bad.append(f"{tag}: overflow marked")
     # Outside the panel nothing changes.
@@ -63,13 +61,13 @@ def check_panel(a, h, tau, v, t, oflow, p, w, tag, vt=True):
     return bad, sfr, orth
 
 
-def check_vt(hp, taus, v, t, w, tag, vq=None):
+def check_vt(hp, v, t, w, tag, vq):
     """Failures of a panel's V buffer (H's reflectors, zero padded) and T
     (I - V T V^T the reflectors' product); `vq`: cudasim.reflectors' V and
-    Q where the caller has them."""
+    Q."""
     bad = []
     rows = hp.shape[0]
-    vv, q = vq if vq is not None else cudasim.reflectors(hp, taus)
+    vv, q = vq
     want_v = np.zeros((rows, 32))
     want_v[:, :w] = vv
     if not np.array_equal(v[:rows].astype(np.float64), want_v):
@@ -141,38 +139,6 @@ def main():
         print(f"{tag}: checked", flush=True)
 
     with tempfile.TemporaryDirectory() as d:
-        # The fold: the panel at P - 32, then the panel at P applying the
-        # first's reflectors to its columns itself (the register panel of
-        # blocks alone with `reg_panel_fold`); checked as one factorization
-        # of the 64 columns, and the second panel's V and T on their own.
-        folds = [(176, 32), (352, 32), (200, 64)]
-        if args.quick:
-            folds = folds[:1]
-        for n, P in folds:
-            threads = threads_for_rows(n - P + 32, 1, 256, 512)
-            binary = cudasim.built(d, "panelreg", HARNESS,
-                                   [f"-DPREG_THREADS={threads}", "-DPREG_RPT=1", "-DPREG_CLUSTER=0",
-                                    "-DPREG_FOLD=1", "-DPREG_ONEBAR=0", "-DPREG_HALVES=0"])
-            p0 = P - 32
-            zc = p0 + 5
-            a = inputs(np.random.default_rng([n, P, 7]), 8, n, p0, zc)
-            tag = f"panelreg fold {threads}x1 n {n} p {P}"
-            raw = cudasim.run(binary, [threads, P, 32, 1], [a.shape[0], n, a])
-            if cudasim.run(binary, [threads, P, 32, 1], [a.shape[0], n, a], seed=n + P) != raw:
-                failures.append(f"{tag}: a run in another thread order differs")
-            b = a.shape[0]
-            h, tau, v, t, oflow = cudasim.take(raw, [((b, n, n), np.float32), ((b, n), np.float32),
-                                                     ((b, n, 32), np.float32),
-                                                     ((b, 32, 32), np.float32), ((b,), np.int32)])
-            for m in range(b):
-                bad, sfr, orth = check_panel(a[m], h[m], tau[m], None, None, oflow[m], p0, 64,
-                                             f"{tag} #{m}", vt=False)
-                failures.extend(bad)
-                failures.extend(check_vt(h[m][P:, P:P + 32].astype(np.float64),
-                                         tau[m][P:P + 32].astype(np.float64), v[m], t[m], 32,
-                                         f"{tag} #{m} second panel"))
-                worst = (max(worst[0], sfr), max(worst[1], orth))
-            print(f"{tag}: checked", flush=True)
         for max_t, min_t, rpt in shapes:
             for halves in variants:
                 if halves and rpt != 1:
@@ -183,8 +149,7 @@ def main():
                     if (halves and threads < 64) or threads * rpt < n - p:
                         continue
                     defs = [f"-DPREG_THREADS={threads}", f"-DPREG_RPT={2 * rpt if halves else rpt}",
-                            "-DPREG_CLUSTER=0", "-DPREG_FOLD=0", "-DPREG_ONEBAR=0",
-                            f"-DPREG_HALVES={halves}"]
+                            "-DPREG_CLUSTER=0", f"-DPREG_HALVES={halves}"]
                     binary = cudasim.built(d, "panelreg", HARNESS, defs)
                     tag = f"{threads}x{rpt} halves {halves} n {n} p {p} w {w}"
                     check_run(binary, threads, n, p, w, tag)

@@ -295,10 +295,7 @@ fn variants() -> Vec<Variant> {
     }
     // On/off switches, each swept off and on over its cases (the strategy
     // forced where one is named, else the planner's plans).
-    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 5] = [
-        ("register panel fold", &FEW_CASES[..4], None, |t, on| {
-            t.reg_panel_fold = on
-        }),
+    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 3] = [
         ("fused checks", &DENSE_CASES[2..], None, |t, on| {
             t.fused_checks = on
         }),
@@ -310,12 +307,6 @@ fn variants() -> Vec<Variant> {
             &["40,352,1,dense", "40,512,1,dense"],
             None,
             |t, on| t.reg_panel_halves = on,
-        ),
-        (
-            "register cluster one barrier",
-            &CLUSTER_CASES,
-            Some(Strategy::Cluster),
-            |t, on| t.reg_panel_cluster_one_barrier = on,
         ),
     ];
     for (knob, specs, strat, set) in switches {

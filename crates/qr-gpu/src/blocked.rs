@@ -184,7 +184,8 @@ pub(crate) fn factor(
         && plan.panel.tensor_trailing
         && match &f {
             Some(_) => plan.panel.variant().effective(meeting, threads).fold,
-            None => meeting == Meeting::Alone,
+            // The register panel does not fold.
+            None => false,
         };
     let first_src = buf.src;
     // The check of the rows and columns final at mid-factorization, once
@@ -262,10 +263,7 @@ pub(crate) fn factor(
                     mat0,
                     mats,
                     &pbuf,
-                    fold,
-                    plan.panel.cluster_one_barrier,
                     plan.panel.reg_halves,
-                    prev,
                 )?,
             }
         }

@@ -5,7 +5,7 @@
 use qr_core::QrError;
 use rayon::prelude::*;
 
-use crate::kernels::{KernelSource, panel, panelreg, trailing_tc, util};
+use crate::kernels::{KernelSource, panel, trailing_tc, util};
 use crate::plan::{Plan, Strategy};
 use crate::ptx_cache::PtxCache;
 
@@ -100,8 +100,8 @@ fn resources(log: &str) -> Vec<Resources> {
 /// The static shared memory the planner leaves a module's blocks beside
 /// their dynamic shared memory, where it counts on a bound: the
 /// whole-matrix kernels 1 KiB (`smem_fit_n`), the shared-memory panel the
-/// reserve of `panel_fit_rows` or, folding, `panel::FOLD_STATIC_BYTES`,
-/// a folding register panel `panelreg::FOLD_STATIC_BYTES`. Other modules'
+/// reserve of `panel_fit_rows` or, folding, `panel::FOLD_STATIC_BYTES`.
+/// Other modules'
 /// launches ask the driver (the update's staging) or take no dynamic shared
 /// memory to speak of.
 fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize> {
@@ -110,7 +110,6 @@ fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize
         "smem" => Some(1024),
         "panel" if on("PANEL_FOLD") => Some(panel::FOLD_STATIC_BYTES),
         "panel" => Some(crate::plan::STATIC_SMEM_RESERVE),
-        "panelreg" if on("PREG_FOLD") => Some(panelreg::FOLD_STATIC_BYTES),
         _ => None,
     }
 }

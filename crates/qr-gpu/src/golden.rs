@@ -273,7 +273,6 @@ fn fields(p: &Plan) -> String {
         min_threads,
         tensor_prefetch,
         push_meet,
-        cluster_one_barrier,
         float_reflector,
         pipelined,
         fold,
@@ -296,7 +295,7 @@ fn fields(p: &Plan) -> String {
         "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
          rows_per_thread={rows_per_thread} min_threads={min_threads} \
          tensor_prefetch={tensor_prefetch} push_meet={push_meet} \
-         cluster_one_barrier={cluster_one_barrier} float_reflector={float_reflector} \
+         float_reflector={float_reflector} \
          pipelined={pipelined} fold={fold} look_ahead={look_ahead} \
          checks_aside={checks_aside} tensor_warps={tensor_warps} \
          tensor_stage_depth={tensor_stage_depth} \

@@ -99,9 +99,6 @@ pub struct PanelPlan {
     /// Whether a cluster's panel blocks meet by remote stores and
     /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
     pub push_meet: bool,
-    /// Whether a register panel's cluster meets once per reflector
-    /// (`Tuning::reg_panel_cluster_one_barrier`; only with clusters).
-    pub cluster_one_barrier: bool,
     /// Whether the shared-memory panel forms its scaled reflectors in
     /// float32 (`Tuning::float_reflector`).
     pub float_reflector: bool,
@@ -210,8 +207,6 @@ impl Plan {
                         self.panel.threads,
                         self.panel.rows_per_thread,
                         cluster,
-                        self.panel.fold,
-                        self.panel.cluster_one_barrier,
                         self.panel.reg_halves,
                     ),
                 )
@@ -279,13 +274,9 @@ impl fmt::Display for Plan {
                     format!(
                         " holding {} panel rows each in registers{}",
                         self.panel.rows_per_thread,
-                        if self.panel.fold {
-                            ", the previous panel's update of its columns folded in"
-                        } else if self.panel.reg_halves {
+                        if self.panel.reg_halves {
                             ", by halves of 16 columns"
-                        } else if self.strategy == Strategy::Cluster
-                            && self.panel.cluster_one_barrier
-                        {
+                        } else if self.strategy == Strategy::Cluster {
                             ", one cluster meeting per reflector"
                         } else {
                             ""
@@ -576,7 +567,6 @@ pub fn plan(
             min_threads: 64,
             tensor_prefetch: tuning.tensor_prefetch,
             push_meet: tuning.cluster_push_meet,
-            cluster_one_barrier: tuning.reg_panel_cluster_one_barrier,
             float_reflector: tuning.float_reflector,
             pipelined: false,
             fold: false,
@@ -663,22 +653,16 @@ pub fn plan(
             // fold. The folding shared-memory panel was faster below the
             // tall panels (40 x 176), the register panel without a fold
             // from them on (40 x 352, one row per thread; table "register
-            // panel"). With `reg_panel_fold`, every plan alone
-            // sizes its register panel like the tall panels and folds in
-            // it where the fold fits.
-            let reg_fold = tuning.reg_panel_fold && alone;
-            let sized_alone = tall || reg_fold;
-            let reg = if p.panel.fold && !sized_alone {
+            // panel"). The register panel does not fold.
+            let reg = if p.panel.fold && !tall {
                 None
             } else {
-                tuning.reg_panel_for(n, sized_alone)
+                tuning.reg_panel_for(n, tall)
             };
             if let Some((threads, rpt)) = reg {
                 p.panel.threads = threads;
                 p.panel.rows_per_thread = rpt;
-                p.panel.fold = reg_fold
-                    && threads >= 64
-                    && fold_fits(panelreg::fold_bytes(threads, n) + panelreg::FOLD_STATIC_BYTES);
+                p.panel.fold = false;
                 if alone {
                     p.panel.min_threads = tuning.reg_panel_alone_min_threads;
                 }
@@ -886,39 +870,6 @@ mod tests {
                 .fold
         );
         assert!(!at(60, 1024).panel.fold);
-    }
-
-    #[test]
-    fn register_panel_folds_only_on_request_and_where_it_fits() {
-        let on = Tuning {
-            reg_panel_fold: true,
-            ..Tuning::default()
-        };
-        for n in [176, 352, 512] {
-            let p = at(40, n, &on);
-            assert!(p.panel.fold && p.panel.rows_per_thread == 1, "{n}: {p}");
-            assert!(
-                p.defines()
-                    .contains(&("PREG_FOLD".to_string(), "1".to_string()))
-            );
-            assert!(p.to_string().contains("folded in"));
-        }
-        // Too tall for the fold's shared memory, too many matrices, or off.
-        assert!(!at(60, 1024, &on).panel.fold);
-        assert_eq!(at(60, 1024, &on).panel.rows_per_thread, 2);
-        assert!(!at(640, 512, &on).panel.fold);
-        let off = Tuning::default();
-        assert!(!at(40, 352, &off).panel.fold);
-        assert!(
-            at(40, 352, &off)
-                .defines()
-                .contains(&("PREG_FOLD".to_string(), "0".to_string()))
-        );
-        let no_fold = Tuning {
-            panel_fold: false,
-            ..on
-        };
-        assert!(!at(40, 352, &no_fold).panel.fold);
     }
 
     #[test]

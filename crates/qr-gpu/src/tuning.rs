@@ -92,23 +92,6 @@ pub struct Tuning {
     /// it: 8 x 2048 6355.8 / 6306.8 / 6281.8, 2 x 4096 13787.7 / 13720.3 /
     /// 14026.1.
     pub reg_panel_alone_min_threads: u32,
-    /// `blocked` path with at most one matrix per SM: the register panel
-    /// (sized like the tall panels) for every order, folding the previous
-    /// panel's update of its columns in (`qr_fold_apply`, as the folding
-    /// shared-memory panel does) where the fold's shared memory fits. Off:
-    /// within 1% or slower on the H200 (docs/history/qr-gpu-sessions.md, table
-    /// "register panel fold"), off / on: 40 x 176 226.6 /
-    /// 240.4 us, 40 x 352 566.7 / 564.4, 40 x 512 959.4 / 969.9.
-    pub reg_panel_fold: bool,
-    /// `cluster` path on the register panel: the blocks of a matrix meet
-    /// once per reflector (each block's sums pushed into every block's
-    /// shared memory with st.async, one mbarrier wait) and every thread
-    /// forms the reflector, instead of two block barriers and a cluster
-    /// barrier with remote loads around warp 0's reflector. On: faster on
-    /// every cluster shape of the H200 (docs/history/qr-gpu-sessions.md, table
-    /// "register cluster one barrier"), off / on: 2 x 4096
-    /// 13796.4 / 12594.9 us, 8 x 2048 6342.8 / 5646.3.
-    pub reg_panel_cluster_one_barrier: bool,
     /// Tensor-core update: load the next slab before the current one's mma
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
@@ -353,8 +336,6 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 2,
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
-            reg_panel_fold: false,
-            reg_panel_cluster_one_barrier: true,
             tensor_prefetch: false,
             cluster_push_meet: true,
             float_reflector: true,

@@ -414,9 +414,8 @@ __device__ __forceinline__ u32 cluster_ld_u32(const void* p, u32 rank) {
 }
 #endif
 
-// The fold of the one-barrier panels (panel.cu's PANEL_FOLD and
-// panelreg.cu's PREG_FOLD, launched with fold = 1 for every panel but the
-// first): the previous panel's update of this panel's own columns, which a
+// The fold of the one-barrier shared-memory panel (panel.cu's PANEL_FOLD,
+// launched with fold = 1 for every panel but the first): the previous panel's update of this panel's own columns, which a
 // launch of the tensor-core update would do, runs in the panel kernel
 // first, so the chain of a few-matrix factorization has one launch per
 // panel. Over rows
@@ -435,7 +434,7 @@ __device__ __forceinline__ u32 cluster_ld_u32(const void* p, u32 rank) {
 // by a block of THREADS threads (a multiple of 64). Its scratch follows the
 // panel's rows in dynamic shared memory: V (rows + 32 rows), THREADS / 64
 // partials of W, W and W2
-// (Variant::fold_bytes and panelreg::fold_bytes on the host); `top` and
+// (Variant::fold_bytes on the host); `top` and
 // `tt` (T) are the caller's static arrays.
 template <int THREADS, int LD>
 __device__ __forceinline__ void qr_fold_apply(float* s, float (*top)[32], float (*tt)[33],

@@ -19,9 +19,7 @@ use super::strategies::zero_columns_on;
 /// The register-resident panel kernel (2 rows per thread by default) on
 /// the blocked and cluster paths: sizes around its
 /// block limits, every distribution, inputs of 1e-30s, and two runs
-/// bitwise identical; then its fold (`Tuning::reg_panel_fold`, off by
-/// default) through the same sizes and distributions, and beside the
-/// checks stream bitwise equal to the checks first.
+/// bitwise identical.
 pub(crate) fn register_panel(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let tuning = qr_gpu::Tuning {
         reg_panel_rows_per_thread: 2,
@@ -56,33 +54,7 @@ pub(crate) fn register_panel(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             &format!("{s} register panel"),
         )?;
     }
-    // The register panel's fold (`Tuning::reg_panel_fold`), and beside the
-    // mid-factorization check (the checks stream forced) bitwise equal to
-    // the check first.
-    let fold = qr_gpu::Tuning {
-        reg_panel_fold: true,
-        ..qr_gpu::Tuning::default()
-    };
-    panel_variant(g, &fold, Strategy::Blocked, "register panel fold", 2500)?;
-    let aside = (**g)
-        .clone()
-        .with_strategy(Some(Strategy::Blocked))
-        .with_tuning(qr_gpu::Tuning {
-            checks_aside_min_l2: 0,
-            ..fold.clone()
-        });
-    let first = aside.clone().with_tuning(qr_gpu::Tuning {
-        checks_aside: false,
-        ..fold
-    });
-    let specs = sizes_and_cases(&[65, 96, 97, 200, 512], (3, 300, 0.0), 20);
-    same_bits(
-        &aside,
-        &first,
-        &specs,
-        2600,
-        "register panel fold checks aside",
-    )
+    Ok(())
 }
 
 /// The register panel by halves (`Tuning::reg_panel_halves`, off by

@@ -144,37 +144,20 @@ pub(crate) static ROWS: &[Row] = &[
             },
         ],
     },
-    // The register panel's cluster loops: one meeting per reflector
-    // (`Tuning::reg_panel_cluster_one_barrier`, the default) and two, plus
+    // The register panel's cluster loop (one meeting per reflector), plus
     // orders that take clusters of 2 to 8 blocks.
     Row {
         name: "register_cluster_meetings",
         runs: &[
             Run {
-                label: "register cluster one barrier true",
-                flip: |t| t.reg_panel_cluster_one_barrier = true,
+                label: "register cluster",
+                flip: |_| {},
                 strategies: CLUSTER,
                 check: Check::Panel { seed: 3000 },
             },
             Run {
-                label: "register cluster one barrier true",
-                flip: |t| t.reg_panel_cluster_one_barrier = true,
-                strategies: CLUSTER,
-                check: Check::Orders {
-                    orders: &[2048, 3000, 4096],
-                    case0: 2,
-                    seed: 3200,
-                },
-            },
-            Run {
-                label: "register cluster one barrier false",
-                flip: |t| t.reg_panel_cluster_one_barrier = false,
-                strategies: CLUSTER,
-                check: Check::Panel { seed: 3000 },
-            },
-            Run {
-                label: "register cluster one barrier false",
-                flip: |t| t.reg_panel_cluster_one_barrier = false,
+                label: "register cluster",
+                flip: |_| {},
                 strategies: CLUSTER,
                 check: Check::Orders {
                     orders: &[2048, 3000, 4096],

@@ -5,7 +5,7 @@
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
-use super::panel::{NB, PanelBuffers};
+use super::panel::PanelBuffers;
 use super::{KernelSource, grid_dim};
 use crate::engine::Engine;
 use crate::error::GpuError;
@@ -16,37 +16,27 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panelreg",
     source: concat!(include_str!("../prelude.cu"), include_str!("panelreg.cu")),
     entries: &[FACTOR],
-    defines: &[
-        "PREG_THREADS",
-        "PREG_RPT",
-        "PREG_CLUSTER",
-        "PREG_FOLD",
-        "PREG_ONEBAR",
-        "PREG_HALVES",
-    ],
+    defines: &["PREG_THREADS", "PREG_RPT", "PREG_CLUSTER", "PREG_HALVES"],
 };
 
 /// Whether a launch of these parameters runs the halves kernel
 /// (`PREG_HALVES`: each thread holds half the columns of twice the rows):
-/// asked for, a block alone without the fold, 64 threads or more.
-pub(crate) fn halves(halves: bool, threads: u32, cluster: u32, fold: bool) -> bool {
-    halves && cluster == 0 && !fold && threads >= 64
+/// asked for, a block alone, 64 threads or more.
+pub(crate) fn halves(halves: bool, threads: u32, cluster: u32) -> bool {
+    halves && cluster == 0 && threads >= 64
 }
 
 /// The `-D` defines for blocks of `threads` holding `rows_per_thread` rows
-/// each, `cluster` blocks per matrix (0: one block, no cluster), with the
-/// fold compiled in when `fold` (a block alone only), a cluster meeting
-/// once per reflector when `one_barrier` (clusters only), the halves
-/// kernel where `halves` says so (twice the rows of 16 columns each).
+/// each, `cluster` blocks per matrix (0: one block, no cluster), the
+/// halves kernel where `halves` says so (twice the rows of 16 columns
+/// each).
 pub(crate) fn defines(
     threads: u32,
     rows_per_thread: u32,
     cluster: u32,
-    fold: bool,
-    one_barrier: bool,
     halves: bool,
 ) -> Vec<(String, String)> {
-    let halves = self::halves(halves, threads, cluster, fold);
+    let halves = self::halves(halves, threads, cluster);
     let rpt = if halves {
         2 * rows_per_thread
     } else {
@@ -56,36 +46,8 @@ pub(crate) fn defines(
         ("PREG_THREADS".to_string(), threads.to_string()),
         ("PREG_RPT".to_string(), rpt.to_string()),
         ("PREG_CLUSTER".to_string(), cluster.to_string()),
-        (
-            "PREG_FOLD".to_string(),
-            u8::from(fold && cluster == 0).to_string(),
-        ),
-        (
-            "PREG_ONEBAR".to_string(),
-            u8::from(one_barrier && cluster > 0).to_string(),
-        ),
         ("PREG_HALVES".to_string(), u8::from(halves).to_string()),
     ]
-}
-
-/// Static shared memory of a folding register panel block, rounded up
-/// (NVRTC 13.5, sm_90: 27,456 bytes at 512 threads): the planner's bound,
-/// with `fold_bytes`, on a block's shared memory.
-pub(crate) const FOLD_STATIC_BYTES: usize = 32 << 10;
-
-/// The previous panel's V and T buffers when this launch folds: the plan
-/// folds (`fold`), and a previous panel exists (`p` past the first, `prev`
-/// given).
-pub(crate) fn fold_source(fold: bool, p: usize, prev: Option<(u64, u64)>) -> Option<(u64, u64)> {
-    prev.filter(|_| fold && p >= NB)
-}
-
-/// Dynamic shared memory of a folding launch over `rows` rows in blocks of
-/// `threads`: the rows themselves, then the fold's V over `rows + 32` rows,
-/// a 32 x 32 partial per 64 threads, W and W2 (`qr_fold_apply`).
-pub(crate) fn fold_bytes(threads: u32, rows: usize) -> usize {
-    let partials = (threads as usize / 64 + 2) * NB * NB;
-    (rows * NB + (rows + NB) * NB + partials) * std::mem::size_of::<f32>()
 }
 
 /// Rows one block holds.
@@ -113,12 +75,9 @@ pub(crate) fn threads_for_rows(
 /// Factors the panel at column `p` (width `w`) of matrices `mat0..mat0 +
 /// mats` on `stream`, one block per matrix (`cluster` 0) or a cluster of
 /// `cluster` blocks per matrix splitting the panel's rows; blocks of
-/// `threads_for_rows` between `min_threads` and `threads`. With `fold` (a
-/// plan that folds, blocks alone) and `prev` (the previous panel's V and T
-/// buffers), the previous panel's reflectors are applied to these columns
-/// first. A cluster meets once per reflector when `one_barrier`. With
-/// `halves` a block alone runs the halves kernel (`PREG_HALVES`), the same
-/// rows per block.
+/// `threads_for_rows` between `min_threads` and `threads`. With `halves` a
+/// block alone runs the halves kernel (`PREG_HALVES`), the same rows per
+/// block.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -133,10 +92,7 @@ pub(crate) fn launch(
     mat0: usize,
     mats: usize,
     buf: &PanelBuffers,
-    fold: bool,
-    one_barrier: bool,
     halves: bool,
-    prev: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
     let groups = cluster.max(1);
     let chunk = (n - p).div_ceil(groups as usize);
@@ -149,19 +105,11 @@ pub(crate) fn launch(
             ),
         });
     }
-    // The fold maps its W pass onto groups of 64 threads (PREG_FOLD).
-    let fold = fold && cluster == 0 && threads % 64 == 0;
     let f = engine.function(
         &SOURCE,
-        &defines(threads, rows_per_thread, cluster, fold, one_barrier, halves),
+        &defines(threads, rows_per_thread, cluster, halves),
         FACTOR,
     )?;
-    let prev = fold_source(fold, p, prev);
-    let bytes = if prev.is_some() {
-        fold_bytes(threads, chunk)
-    } else {
-        0
-    };
     let shape = Geometry {
         n,
         p,
@@ -170,23 +118,20 @@ pub(crate) fn launch(
         mats,
         groups,
         threads,
-        bytes,
     };
     // SAFETY: the buffers are sized for the whole batch by the workspace
     // (h and src: batch*n*n, zcol: batch, v: batch*n*NB, t: batch*NB*NB,
-    // tau: batch*n, oflow: 0 or batch; a fold's vprev and tprev are buffers
-    // of v's and t's sizes, and the dynamic shared memory holds the fold's
-    // rows and scratch as qr_fold_apply expects); blocks (g, b) touch only
+    // tau: batch*n, oflow: 0 or batch); blocks (g, b) touch only
     // matrix mat0 + b, which lies in the batch (mats is at most the grid's
     // y limit, as the caller splits launches), and each chunk fits its
     // block (checked above). The kernel's compile-time cluster size equals the grid's x
     // extent, so a cluster is one matrix.
-    unsafe { launch_panel(stream, &f, FACTOR, &shape, buf, prev) }
+    unsafe { launch_panel(stream, &f, FACTOR, &shape, buf) }
 }
 
 /// Where a register panel launch runs: the panel at column `p` (width `w`)
 /// of an order-`n` batch, matrices `mat0..mat0 + mats`, `groups` blocks of
-/// `threads` per matrix with `bytes` of dynamic shared memory.
+/// `threads` per matrix.
 pub(crate) struct Geometry {
     /// Matrix order.
     pub n: usize,
@@ -202,39 +147,31 @@ pub(crate) struct Geometry {
     pub groups: u32,
     /// Threads per block.
     pub threads: u32,
-    /// Dynamic shared memory per block.
-    pub bytes: usize,
 }
 
 /// Launches `f`, a register panel kernel with panelreg's arguments
-/// (`entry` names it), on `stream`: the buffers of `buf`, and
-/// with `fold` (the previous panel's V and T) a launch that folds.
+/// (`entry` names it), on `stream`: the buffers of `buf`.
 ///
 /// # Safety
 ///
 /// `buf` must hold the batch's buffers at the sizes the kernels read and
-/// write (panelreg's launcher), `shape` must describe
-/// matrices of that batch, blocks whose rows fit the kernel's compiled
-/// layout and the dynamic shared memory the kernel expects, and `fold`'s
-/// buffers must be of V's and T's sizes.
+/// write (panelreg's launcher), and `shape` must describe matrices of that
+/// batch and blocks whose rows fit the kernel's compiled layout.
 pub(crate) unsafe fn launch_panel(
     stream: &CudaStream,
     f: &CudaFunction,
     entry: &'static str,
     shape: &Geometry,
     buf: &PanelBuffers,
-    fold: Option<(u64, u64)>,
 ) -> Result<(), QrError> {
-    if shape.bytes > 0 {
-        super::raise_dynamic_smem(f, shape.bytes, entry)?;
-    }
     let cfg = LaunchConfig {
         grid_dim: (shape.groups, grid_dim(shape.mats)?, 1),
         block_dim: (shape.threads, 1, 1),
-        shared_mem_bytes: shape.bytes as u32,
+        shared_mem_bytes: 0,
     };
-    let (vprev, tprev) = fold.unwrap_or((0, 0));
-    let fold_i = i32::from(fold.is_some());
+    // The kernels' `vprev`, `tprev` and `fold` (the deleted fold's; not
+    // read): null and 0.
+    let (vprev, tprev, fold_i) = (0u64, 0u64, 0i32);
     let [n, p, w, m0] = [shape.n, shape.p, shape.w, shape.mat0].map(|x| x as i32);
     let mut b = stream.launch_builder(f);
     b.arg(&buf.h)
@@ -266,13 +203,8 @@ mod tests {
 
     #[test]
     fn defines_are_the_sources_in_its_order() {
-        for (cluster, fold, halves) in [
-            (0, false, false),
-            (0, true, false),
-            (0, false, true),
-            (4, false, false),
-        ] {
-            let d = defines(256, 2, cluster, fold, cluster > 0, halves);
+        for (cluster, halves) in [(0, false), (0, true), (4, false)] {
+            let d = defines(256, 2, cluster, halves);
             let names: Vec<&str> = d.iter().map(|(k, _)| k.as_str()).collect();
             assert_eq!(names, SOURCE.defines);
         }

@@ -13,11 +13,10 @@
 // reflector it adds x * A[i][c] over its own rows for all 32 columns, a
 // warp-level transposing butterfly (31 shuffles) leaves column c's warp sum
 // in lane c, the warps' sums meet in shared memory, and with PREG_CLUSTER
-// > 0 the blocks' sums meet through distributed shared memory behind one
-// cluster barrier. A block alone (PREG_CLUSTER 0) meets once per reflector
-// and every thread forms the reflector (panel.cu's one-barrier loop); a
-// cluster meets twice per reflector and warp 0 forms it. Scaled reflectors
-// are formed in float32 both ways, tiny ones in double.
+// > 0 the blocks' sums meet through distributed shared memory. Either way
+// the block meets once per reflector and every thread forms the reflector
+// (panel.cu's one-barrier loop); scaled reflectors are formed in float32,
+// tiny ones in double.
 //
 // Numerics are panel.cu's: the panel is scaled by a power of two into
 // [0.5, 1); sums are float32 per thread and warp, across warps in float32
@@ -27,10 +26,10 @@
 //
 // Input: the panel is read from `src` (h itself, or the caller's input for
 // the first panel of an out-of-place factorization) and written to h; a
-// panel at or right of zcol[m] (in place) only writes tau = 0. With
-// PREG_FOLD and `fold` (every panel but the first), a block alone first
-// applies the previous panel's reflectors (`vprev`, `tprev`) to its
-// columns, as panel.cu's fold does.
+// panel at or right of zcol[m] (in place) only writes tau = 0. The
+// arguments `vprev`, `tprev` and `fold` are not read (they were the
+// register panel's fold, deleted: measured slower, docs/PERF.md); the
+// kernels keep them so that their code stays the one measured.
 // Outputs are panel.cu's: H's panel, tau, the explicit unit-lower V (zero
 // padded to 32 columns) and the 32 x 32 upper-triangular T of LAPACK's larft
 // (forward, columnwise). With `oflow`, a block that writes a non-finite
@@ -53,23 +52,11 @@
 #ifndef PREG_CLUSTER
 #error "PREG_CLUSTER (blocks per thread-block cluster, 0 for one block per matrix) must be defined by the plan"
 #endif
-#ifndef PREG_FOLD
-#error "PREG_FOLD (1: a block alone may first apply the previous panel's reflectors to its columns) must be defined by the plan"
-#endif
-#ifndef PREG_ONEBAR
-#error "PREG_ONEBAR (1: a cluster meets once per reflector, by remote stores and mbarriers) must be defined by the plan"
-#endif
-#if PREG_ONEBAR && PREG_CLUSTER == 0
-#error "PREG_ONEBAR is for clusters (a block alone always meets once per reflector)"
-#endif
 #ifndef PREG_HALVES
 #error "PREG_HALVES (1: each thread holds half of its rows' columns, a block alone) must be defined by the plan"
 #endif
-#if PREG_HALVES && (PREG_CLUSTER > 0 || PREG_FOLD || PREG_THREADS < 64)
-#error "PREG_HALVES is for a block alone of 64 threads or more, without the fold"
-#endif
-#if PREG_FOLD && (PREG_CLUSTER > 0 || PREG_THREADS % 64 != 0)
-#error "PREG_FOLD needs a block alone (PREG_CLUSTER 0) of a multiple of 64 threads"
+#if PREG_HALVES && (PREG_CLUSTER > 0 || PREG_THREADS < 64)
+#error "PREG_HALVES is for a block alone of 64 threads or more"
 #endif
 #define PREG_NB 32
 #define PREG_WARPS (PREG_THREADS / 32)
@@ -272,32 +259,6 @@ __device__ __forceinline__ void preg_meet(PregMeet& mt, int& slot, int owner, do
 #endif
 }
 
-// Warp 0's part of step r: lane c (column c, register slot `slot_c`) turns
-// the totals `t` and the reflector row `rv` into T's Gram column, the
-// update's row vector w (by register slot; 0 for columns left of r) and the
-// reflector's tau, beta and scale. F32: a scaled reflector in float32
-// (scaled_matrix_reflector: double where the norm is tiny), as the
-// one-barrier loops form it, a shorter chain than double's square root and
-// divisions between this step's two barriers; the sums redone in double
-// keep make_reflector.
-template <bool F32>
-__device__ __forceinline__ void preg_reflector(int r, int lane, int slot_c, float rv, double t,
-                                               double (*gram)[PREG_NB + 1], float* wvec,
-                                               float* taus, float* betas, double* scales) {
-    const float alpha = __shfl_sync(0xffffffffu, rv, r);
-    const double xn2 = __shfl_sync(0xffffffffu, t, r);
-    const Reflector rf = F32 ? scaled_matrix_reflector<true>(alpha, xn2) : make_reflector(alpha, xn2);
-    gram[lane][r] = lane < r ? (double)rv + rf.scale * t : 0.0;
-    wvec[slot_c] = (lane > r && rf.tau != 0.0f)
-                       ? (float)((double)rf.tau * ((double)rv + rf.scale * t))
-                       : 0.0f;
-    if (lane == 0) {
-        taus[r] = rf.tau;
-        betas[r] = rf.beta;
-        scales[r] = rf.scale;
-    }
-}
-
 // One step's reflector as every thread of the one-barrier loops forms it,
 // from the block's sums `tlf` of this lane's slot (column `col`), the pivot
 // row's entry `rv` there and the pivot's alpha and squared norm `trf`
@@ -391,17 +352,11 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                         int fold, int* __restrict__ oflow) {
     __shared__ double red[PREG_WARPS][PREG_NB];
     __shared__ double red2[PREG_WARPS][PREG_NB];
-    __shared__ u32 nonzero[PREG_WARPS];
     __shared__ float wmax[PREG_WARPS];
-    __shared__ float rowv[PREG_NB];
-    __shared__ float wvec[PREG_NB];
     __shared__ double gram[PREG_NB][PREG_NB + 1];
     __shared__ float taus[PREG_NB];
-    __shared__ float betas[PREG_NB];
-    __shared__ double scales[PREG_NB];
-    __shared__ int s_redo;
     __shared__ PregMeet mt;
-#if PREG_ONEBAR
+#if PREG_CLUSTER > 0
     __shared__ unsigned long long pmbar[2];  // one per meeting slot
 #endif
 
@@ -428,31 +383,6 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                      ((unsigned long long)sm & 15) == 0;
     float a[PREG_RPT][PREG_NB];
     float amax = 0.0f;
-#if PREG_FOLD
-    // The fold (qr_fold_apply, prelude.cu): the previous panel's update of
-    // these columns over rows p - 32.., in the dynamic shared memory, which
-    // then holds this panel's rows (leading dimension 32) for the
-    // registers; the 32 rows above are final and written to H. fold and
-    // zero_panel are uniform over the block.
-    if (fold && !zero_panel) {
-        extern __shared__ __attribute__((aligned(16))) float pdyn[];
-        __shared__ __attribute__((aligned(16))) float ftop[PREG_NB][PREG_NB];
-        __shared__ float ftt[PREG_NB][PREG_NB + 1];
-        qr_fold_apply<PREG_THREADS, PREG_NB>(
-            pdyn, ftop, ftt, vprev + (long long)m * n * PREG_NB,
-            tprev + (long long)m * PREG_NB * PREG_NB, sm - (long long)PREG_NB * n,
-            hm - (long long)PREG_NB * n, n, rows, w, tid);
-#pragma unroll
-        for (int k = 0; k < PREG_RPT; ++k) {
-            const int lr = tid + k * PREG_THREADS;
-#pragma unroll
-            for (int c = 0; c < PREG_NB; ++c) {
-                a[k][c] = lr < rows ? pdyn[lr * PREG_NB + c] : 0.0f;
-                amax = fmaxf(amax, fabsf(a[k][c]));
-            }
-        }
-    } else
-#endif
 #pragma unroll
     for (int k = 0; k < PREG_RPT; ++k) {
         const int lr = tid + k * PREG_THREADS;
@@ -481,13 +411,11 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #if PREG_CLUSTER > 0
     if (tid == 0) {
         mt.max = bmax;
-#if PREG_ONEBAR
         // Every block's mbarriers exist before any block pushes into them:
         // the cluster barrier below orders the inits before the first meeting.
         mbar_init(&pmbar[0], 1u);
         mbar_init(&pmbar[1], 1u);
         mbar_init_fence();
-#endif
     }
     cluster_barrier();
     bmax = 0.0f;
@@ -500,7 +428,6 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
 #pragma unroll
         for (int c = 0; c < PREG_NB; ++c) a[k][c] = ldexpf(a[k][c], -ex);
 
-#if PREG_CLUSTER == 0 || PREG_ONEBAR
     // One meeting per reflector, as panel.cu's one-barrier loop. The pass
     // that updates the rows for reflector r also forms reflector r + 1's
     // per-warp sums (slot c: column r + 1 + c) and the thread holding row
@@ -508,16 +435,18 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
     // its lane's slot and forms the reflector itself, in float32 from the
     // scaled panel (double where the norm is tiny), so nothing else waits
     // for one warp. A warp shares its lanes' row coefficients w_c through
-    // its own slice of shared memory. Registers rotate one slot per step as
-    // in the two-meeting cluster loop below.
-    // A block alone meets at one barrier. A cluster (PREG_ONEBAR) meets at
-    // one barrier and one mbarrier wait: after the barrier, warp 0 adds its
-    // block's warp sums and pushes them with st.async into every block's
-    // shared memory (the block owning the pivot row pushes the row too);
-    // each block waits on its own mbarrier for the cluster's sums and adds
-    // them in block order, so every block forms the same reflector. That
-    // replaces the two-meeting loop's second barrier, its all-to-all
-    // cluster barrier and remote loads, and warp 0's serial reflector.
+    // its own slice of shared memory. The rows rotate left by one register
+    // per step, so the pivot column is always register 0 and every index is
+    // a compile-time one: register c holds column (r + c) mod 32, and after
+    // 32 steps the order is back.
+    // A block alone meets at one barrier. A cluster meets at one barrier and
+    // one mbarrier wait: after the barrier, warp 0 adds its block's warp
+    // sums and pushes them with st.async into every block's shared memory
+    // (the block owning the pivot row pushes the row too); each block waits
+    // on its own mbarrier for the cluster's sums and adds them in block
+    // order, so every block forms the same reflector. (A cluster that met
+    // twice per reflector, with a cluster barrier, remote loads and warp
+    // 0's serial reflector, was slower: docs/PERF.md.)
     {
         __shared__ float redf[2][PREG_WARPS][PREG_NB];
         __shared__ __attribute__((aligned(16))) float rowf[2][PREG_NB];
@@ -616,9 +545,9 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
                 for (int q = 0; q < PREG_WARPS; ++q) tl += red2[q][lane];
 #if PREG_CLUSTER > 0
                 {
-                    // The blocks' double sums meet as in the two-meeting
-                    // loop (its pull meeting; the row and flags it also
-                    // passes are not needed here), then reach every warp.
+                    // The blocks' double sums meet by a pull meeting
+                    // (preg_meet; the row and flags it also passes are not
+                    // needed here), then reach every warp.
                     u32 any = 0;
                     float row = 0.0f;
                     preg_meet(mt, slot, 0, tl, any, row);
@@ -675,112 +604,6 @@ extern "C" __global__ void PREG_CLUSTER_ATTR __launch_bounds__(PREG_THREADS, PRE
         for (int r = w; r < PREG_NB; ++r) preg_rotate(a);
         __syncthreads();  // gram and taus complete before larft
     }
-#else
-    // Step r factors column r. The rows rotate left by one register per
-    // step, so the pivot column is always register 0 and every index below
-    // is a compile-time one: register c holds column (r + c) mod 32, and after
-    // 32 steps the order is back. The loop stays rolled: unrolled, its code
-    // outgrows the instruction cache and every step waits on fetches.
-#pragma unroll 1
-    for (int r = 0; r < PREG_NB; ++r) {
-        // Padding reflectors past the last row (r >= nrow) use any block.
-        const int owner = min(r / chunk, PREG_GROUPS - 1);
-        // Register c's sums over the rows below r of x * A[., c]: for column
-        // r that is ||x[1..]||^2, for the columns right of it v^T A[., c] once
-        // scaled, for the factored ones the Gram entries v_c^T x of T.
-        {
-            float part[PREG_NB];
-#pragma unroll
-            for (int c = 0; c < PREG_NB; ++c) part[c] = 0.0f;
-            bool any = false;
-#pragma unroll
-            for (int k = 0; k < PREG_RPT; ++k) {
-                const float x = r0 + tid + k * PREG_THREADS > r ? a[k][0] : 0.0f;
-                any |= x != 0.0f;
-#pragma unroll
-                for (int c = 0; c < PREG_NB; ++c) part[c] = fmaf(x, a[k][c], part[c]);
-            }
-            red[warp][lane] = (double)preg_transpose_sum(part, lane);
-            const u32 wany = __any_sync(0xffffffffu, any);
-            if (lane == 0) nonzero[warp] = wany;
-            // Row r is chunk row r - r0 of block `owner`, held by thread r - r0.
-            if (g == owner && tid == r - r0)
-#pragma unroll
-                for (int c = 0; c < PREG_NB; ++c) rowv[c] = a[0][c];
-        }
-        __syncthreads();
-
-        // Warp 0 works by column: lane c reads register slot (c - r) mod 32.
-        const int slot_c = (lane - r) & (PREG_NB - 1);
-        double t = 0.0;
-        u32 any = 0;
-        float rv = 0.0f;
-        if (warp == 0) {
-#pragma unroll
-            for (int q = 0; q < PREG_WARPS; ++q) {
-                t += red[q][slot_c];
-                any |= nonzero[q];
-            }
-            rv = rowv[slot_c];
-        }
-        preg_meet(mt, slot, owner, t, any, rv);
-        // Warp 0 forms the reflector (every block the same one) unless its
-        // norm needs the double sums; the flag reaches the block through
-        // shared memory, so the branch below is uniform.
-        if (warp == 0) {
-            const double x2 = __shfl_sync(0xffffffffu, t, r);
-            const bool redo = x2 < PREG_TINY && any != 0;
-            if (!redo)
-                preg_reflector<true>(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
-            if (lane == 0) s_redo = redo;
-        }
-        __syncthreads();
-        if (s_redo) {
-            preg_dots_f64(a, r, r0, tid, rows, lane, red2[warp]);
-            __syncthreads();
-            if (warp == 0) {
-                t = 0.0;
-#pragma unroll
-                for (int q = 0; q < PREG_WARPS; ++q) t += red2[q][slot_c];
-            }
-            preg_meet(mt, slot, owner, t, any, rv);
-            if (warp == 0)
-                preg_reflector<false>(r, lane, slot_c, rv, t, gram, wvec, taus, betas, scales);
-            __syncthreads();
-        }
-
-        const float tr = taus[r];
-        const double sc = scales[r];
-        // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the sums were
-        // redone in double, so a float32 scale is exact to rounding.
-        const bool fast = fabs(sc) < 1.0e30;
-        const float fs = (float)sc, beta = betas[r];
-        float v[PREG_RPT], x0[PREG_RPT];
-#pragma unroll
-        for (int k = 0; k < PREG_RPT; ++k) {
-            const int pr = r0 + tid + k * PREG_THREADS;
-            const bool below = pr > r, diag = pr == r;
-            const float x = a[k][0];
-            v[k] = below ? (fast ? x * fs : (float)((double)x * sc)) : (diag ? 1.0f : 0.0f);
-            x0[k] = tr == 0.0f ? x : (below ? v[k] : (diag ? beta : x));
-        }
-        if (tr != 0.0f) {
-            // wvec is 0 for the factored columns, which this leaves as they are.
-#pragma unroll
-            for (int c = 1; c < PREG_NB; ++c) {
-                const float wc = wvec[c];
-#pragma unroll
-                for (int k = 0; k < PREG_RPT; ++k) a[k][c] = fmaf(-v[k], wc, a[k][c]);
-            }
-        }
-#pragma unroll
-        for (int k = 0; k < PREG_RPT; ++k) {
-#pragma unroll
-            for (int c = 0; c + 1 < PREG_NB; ++c) a[k][c] = a[k][c + 1];
-            a[k][PREG_NB - 1] = x0[k];
-        }
-    }
-#endif
 #if PREG_CLUSTER > 0
     // No block may leave while another can still read its shared memory.
     cluster_barrier();
