@@ -619,19 +619,6 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    for push in [false, true] {
-        let t = Tuning {
-            cluster_push_meet: push,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &CLUSTER_CASES,
-            format!("cluster push meet {push}"),
-            Some(Strategy::Cluster),
-            &t,
-        );
-    }
     add(
         &mut variants,
         &["8,2048,1,dense", "2,4096,1,dense"],

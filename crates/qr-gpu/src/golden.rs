@@ -272,7 +272,6 @@ fn fields(p: &Plan) -> String {
         rows_per_thread,
         min_threads,
         tensor_prefetch,
-        push_meet,
         float_reflector,
         pipelined,
         fold,
@@ -294,7 +293,7 @@ fn fields(p: &Plan) -> String {
     format!(
         "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
          rows_per_thread={rows_per_thread} min_threads={min_threads} \
-         tensor_prefetch={tensor_prefetch} push_meet={push_meet} \
+         tensor_prefetch={tensor_prefetch} \
          float_reflector={float_reflector} \
          pipelined={pipelined} fold={fold} look_ahead={look_ahead} \
          checks_aside={checks_aside} tensor_warps={tensor_warps} \

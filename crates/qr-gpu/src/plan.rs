@@ -96,9 +96,6 @@ pub struct PanelPlan {
     pub min_threads: u32,
     /// Whether the tensor-core update prefetches the next slab.
     pub tensor_prefetch: bool,
-    /// Whether a cluster's panel blocks meet by remote stores and
-    /// mbarriers (`Tuning::cluster_push_meet`; only with clusters).
-    pub push_meet: bool,
     /// Whether the shared-memory panel forms its scaled reflectors in
     /// float32 (`Tuning::float_reflector`).
     pub float_reflector: bool,
@@ -354,7 +351,6 @@ impl PanelPlan {
     /// The shared-memory panel kernel's variant this plan compiles.
     pub(crate) fn variant(&self) -> panel::Variant {
         panel::Variant {
-            push: self.push_meet,
             f32_reflector: self.float_reflector,
             pipelined: self.pipelined,
             fold: self.fold,
@@ -566,7 +562,6 @@ pub fn plan(
             rows_per_thread: 0,
             min_threads: 64,
             tensor_prefetch: tuning.tensor_prefetch,
-            push_meet: tuning.cluster_push_meet,
             float_reflector: tuning.float_reflector,
             pipelined: false,
             fold: false,

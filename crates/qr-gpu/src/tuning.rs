@@ -96,11 +96,6 @@ pub struct Tuning {
     /// (one block per SM for the registers it needs). Off: slower on the
     /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
     pub tensor_prefetch: bool,
-    /// `cluster` path: the panel's blocks meet by remote stores into every
-    /// block's shared memory and mbarrier arrivals, instead of a cluster
-    /// barrier and remote loads. On: 4-7% faster on every cluster case of
-    /// the H200 (docs/history/qr-gpu-sessions.md, table "cluster push meet").
-    pub cluster_push_meet: bool,
     /// Panel kernels and `smem` kernels: the
     /// scaled reflectors (squared norm at least 2^-60 of a panel or matrix
     /// scaled to [0.5, 1)) are formed in float32, as LAPACK's slarfg does,
@@ -337,7 +332,6 @@ impl Default for Tuning {
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
             tensor_prefetch: false,
-            cluster_push_meet: true,
             float_reflector: true,
             panel_pipeline_max_threads: 256,
             panel_fold: true,

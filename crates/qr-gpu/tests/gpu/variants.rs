@@ -167,24 +167,6 @@ pub(crate) static ROWS: &[Row] = &[
             },
         ],
     },
-    // The cluster panel's pull meeting (`Tuning::cluster_push_meet` off;
-    // push is the default): the default is gated and must be bitwise equal
-    // to the pull meeting (both add the same values in the same order).
-    Row {
-        name: "cluster_push_meet",
-        runs: &[Run {
-            label: "cluster push meet",
-            flip: |_| {},
-            strategies: CLUSTER,
-            check: Check::Bits {
-                reference: |t| t.cluster_push_meet = false,
-                orders: &[33, 240, 513, 1000, 2048, 4096],
-                cases: (2, 700, 2.0),
-                cases_from: 10,
-                seed: 900,
-            },
-        }],
-    },
     // The previous panel's update of each panel's columns folded into the
     // panel (`Tuning::panel_fold`, the default for few matrices): the
     // strategy tests run it; here the unfolded path (a tensor-core launch

@@ -17,7 +17,6 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_THREADS",
         "PANEL_LD",
         "PANEL_CLUSTER",
-        "PANEL_PUSH",
         "PANEL_ONEBAR",
         "PANEL_F32RF",
         "PANEL_PIPE",
@@ -82,9 +81,6 @@ impl Meeting {
 /// Variants of the panel kernel beyond its block shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Variant {
-    /// A cluster's blocks meet by remote stores and mbarriers instead of a
-    /// cluster barrier and remote loads (`Tuning::cluster_push_meet`).
-    pub push: bool,
     /// Scaled reflectors in float32 (`Tuning::float_reflector`).
     pub f32_reflector: bool,
     /// The one-barrier float32 loop loads each next group of rows before
@@ -100,11 +96,9 @@ impl Variant {
     /// The variant's flags as compiled for `meeting` and blocks of
     /// `threads`: each applies only where the kernel supports it.
     pub(crate) fn effective(self, meeting: Meeting, threads: u32) -> Variant {
-        let cluster = meeting.cluster_size() > 0;
         let one_barrier = meeting.one_barrier();
         let f32_reflector = self.f32_reflector;
         Variant {
-            push: self.push && cluster,
             f32_reflector,
             pipelined: self.pipelined && one_barrier && f32_reflector,
             // The fold's W pass maps 4 x 4 blocks onto 64 threads at a time.
@@ -134,7 +128,6 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
             "PANEL_CLUSTER".to_string(),
             meeting.cluster_size().to_string(),
         ),
-        ("PANEL_PUSH".to_string(), u8::from(v.push).to_string()),
         (
             "PANEL_ONEBAR".to_string(),
             u8::from(meeting.one_barrier()).to_string(),

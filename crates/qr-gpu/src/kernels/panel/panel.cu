@@ -45,9 +45,6 @@
 #ifndef PANEL_CLUSTER
 #error "PANEL_CLUSTER (blocks per thread-block cluster, 0 for none) must be defined by the plan"
 #endif
-#ifndef PANEL_PUSH
-#error "PANEL_PUSH (1: clusters meet by remote stores and mbarriers) must be defined by the plan"
-#endif
 #ifndef PANEL_PIPE
 #error "PANEL_PIPE (1: the one-barrier float32 loop software-pipelines its rows) must be defined by the plan"
 #endif
@@ -80,14 +77,11 @@
 // read along its 32 columns (lanes), never down a column, so PANEL_LD = 32
 // (no padding) keeps accesses conflict-free, and with the float partials
 // three blocks of a 512-row panel fit an SM's shared memory.
-// Cluster meetings: PANEL_PUSH = 0 pulls (every block publishes its sums in
-// its own shared memory, a cluster barrier, then remote loads of every
-// block's); 1 pushes (every block stores its sums into every block's shared
-// memory with st.async, whose bytes complete on that block's mbarrier; each
-// block waits on its own), which replaces the all-to-all barrier, its
-// GPU-scope membar and the loads' round trip by one-way stores. Both add the
-// same values in the same order.
-#define PANEL_XN ((PANEL_CLUSTER > 0 && PANEL_PUSH ? PANEL_CLUSTER : 1) * PANEL_NB)
+// Cluster meetings push: every block stores its sums into every block's
+// shared memory with st.async, whose bytes complete on that block's
+// mbarrier, and each block waits on its own. (Pulling them, a cluster
+// barrier and remote loads of every block's, was slower: docs/PERF.md.)
+#define PANEL_XN ((PANEL_CLUSTER > 0 ? PANEL_CLUSTER : 1) * PANEL_NB)
 #define PANEL_NB 32
 #define PANEL_WARPS (PANEL_THREADS / 32)
 // Blocks per SM the register budget must allow: five 256-thread blocks (the
@@ -185,7 +179,7 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
         __syncthreads();
         return;
     }
-#if PANEL_CLUSTER > 0 && PANEL_PUSH
+#if PANEL_CLUSTER > 0
     if (warp == 0) {
         // Slot `slot` is written again two meetings later, by a block that
         // has by then received this block's sums of the meeting in between,
@@ -209,20 +203,6 @@ __device__ __forceinline__ void meet(Meet& mt, double t, float rv, int owner, do
 #pragma unroll
         for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = xpart[slot][q * PANEL_NB + lane];
         meet_total<use_max>(x, xrow[slot][lane], lane, r, tot, rowv, rf);
-    }
-#elif PANEL_CLUSTER > 0
-    if (warp == 0) {
-        xpart[slot][lane] = t;
-        xrow[slot][lane] = rv;
-    }
-    cluster_barrier();
-    if (warp == 0) {
-        // All remote loads first: issued back to back, their latencies overlap.
-        double x[PANEL_CLUSTER];
-#pragma unroll
-        for (int q = 0; q < PANEL_CLUSTER; ++q) x[q] = cluster_ld_f64(&xpart[slot][lane], (u32)q);
-        meet_total<use_max>(x, cluster_ld_f32(&xrow[slot][lane], (u32)owner), lane, r, tot, rowv,
-                            rf);
     }
 #else
     const long long sl = (long long)mt.m * 2 + slot;
@@ -493,7 +473,7 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
     for (int o = 16; o > 0; o >>= 1) amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, o));
     if (lane == 0) red[warp][0] = (double)amax;
     __syncthreads();
-#if PANEL_CLUSTER > 0 && PANEL_PUSH
+#if PANEL_CLUSTER > 0
     // Every block's mbarriers exist before any block stores into it; one
     // arrival (this block's, with the phase's bytes) per phase.
     __shared__ unsigned long long s_mbar[2];
