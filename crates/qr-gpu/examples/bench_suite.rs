@@ -184,42 +184,17 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    for prefetch in [false, true] {
-        let t = Tuning {
-            tensor_prefetch: prefetch,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"],
-            format!("tensor prefetch {prefetch}"),
-            None,
-            &t,
-        );
-    }
-    // The staged tensor update (A2 kept in shared memory between its passes)
-    // by pipeline depth and warps, with the planner's own warps first.
-    for (depth, warps, ring) in [
-        (0u32, 0u32, false),
-        (2, 0, false),
-        (3, 0, false),
-        (4, 0, false),
-        (3, 8, false),
-        (3, 4, false),
-        (2, 0, true),
-        (3, 0, true),
-        (4, 0, true),
-    ] {
+    // The staged tensor update (V and A2 through rings in shared memory)
+    // by pipeline depth (0: streamed), with the planner's own warps.
+    for depth in [0u32, 2, 3, 4] {
         let t = Tuning {
             tensor_stage_depth: depth,
-            tensor_warps: warps,
-            tensor_stage_ring: ring,
             ..base.clone()
         };
         add(
             &mut variants,
             &DENSE_CASES[1..6],
-            format!("tensor stage {depth} warps {warps} ring {ring}"),
+            format!("tensor stage {depth}"),
             None,
             &t,
         );
@@ -295,12 +270,9 @@ fn variants() -> Vec<Variant> {
     }
     // On/off switches, each swept off and on over its cases (the strategy
     // forced where one is named, else the planner's plans).
-    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 3] = [
+    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 2] = [
         ("fused checks", &DENSE_CASES[2..], None, |t, on| {
             t.fused_checks = on
-        }),
-        ("tensor lo truncate", &DENSE_CASES[2..], None, |t, on| {
-            t.tensor_lo_truncate = on
         }),
         (
             "register panel halves",

@@ -343,11 +343,7 @@ fn tensor_update(
     (c0, ntrail): (usize, usize),
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
-    let (shape, prefetch, warps) = (
-        plan.shape,
-        plan.panel.tensor_prefetch,
-        plan.panel.tensor_warps,
-    );
+    let (shape, warps) = (plan.shape, plan.panel.tensor_warps);
     let n = shape.n();
     let nrow = n - p;
     if ntrail == 0 {
@@ -389,17 +385,13 @@ fn tensor_update(
             &op,
             (nrow, ntrail, w),
             mats,
-            prefetch,
             warps,
             trailing_tc::Staging {
                 depth: plan.panel.tensor_stage_depth,
-                max_rows: plan.panel.tensor_stage_max_rows,
-                ring: plan.panel.tensor_stage_ring,
                 l2_hints: plan.panel.tensor_l2_hints,
                 reverse: plan.panel.tensor_update_reverse,
             },
             row_split,
-            plan.panel.tensor_lo_truncate,
         )?;
     }
     Ok(())

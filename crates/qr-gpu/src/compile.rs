@@ -27,7 +27,7 @@ pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
     let pp = &plan.panel;
     if pp.tensor_trailing {
         let vec4 = plan.shape.n() % 4 == 0;
-        let staged = pp.tensor_stage_depth > 0 && vec4 && !pp.tensor_prefetch;
+        let staged = pp.tensor_stage_depth > 0 && vec4;
         let mut stages = vec![0];
         if staged {
             stages.push(pp.tensor_stage_depth.min(8));
@@ -43,12 +43,9 @@ pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
                     &trailing_tc::SOURCE,
                     trailing_tc::defines(
                         vec4,
-                        pp.tensor_prefetch,
                         pp.tensor_warps,
                         stage,
-                        pp.tensor_stage_ring,
                         split,
-                        pp.tensor_lo_truncate,
                         pp.tensor_l2_hints,
                         pp.tensor_update_reverse,
                     ),

@@ -271,7 +271,6 @@ fn fields(p: &Plan) -> String {
         tensor_trailing,
         rows_per_thread,
         min_threads,
-        tensor_prefetch,
         float_reflector,
         pipelined,
         fold,
@@ -279,31 +278,26 @@ fn fields(p: &Plan) -> String {
         checks_aside,
         tensor_warps,
         tensor_stage_depth,
-        tensor_stage_max_rows,
-        tensor_stage_ring,
         tensor_l2_hints,
         tensor_update_reverse,
         tensor_row_split,
         tensor_row_split_min_rows,
         lanes,
         fused_checks,
-        tensor_lo_truncate,
         reg_halves,
     } = panel;
     format!(
         "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
          rows_per_thread={rows_per_thread} min_threads={min_threads} \
-         tensor_prefetch={tensor_prefetch} \
          float_reflector={float_reflector} \
          pipelined={pipelined} fold={fold} look_ahead={look_ahead} \
          checks_aside={checks_aside} tensor_warps={tensor_warps} \
          tensor_stage_depth={tensor_stage_depth} \
-         tensor_stage_max_rows={tensor_stage_max_rows} \
-         tensor_stage_ring={tensor_stage_ring} tensor_l2_hints={tensor_l2_hints} \
+         tensor_l2_hints={tensor_l2_hints} \
          tensor_update_reverse={tensor_update_reverse} tensor_row_split={tensor_row_split} \
          tensor_row_split_min_rows={tensor_row_split_min_rows} \
          lanes={lanes} fused_checks={fused_checks} \
-         tensor_lo_truncate={tensor_lo_truncate} reg_halves={reg_halves} graph={graph} \
+         reg_halves={reg_halves} graph={graph} \
          runs_ahead={}",
         p.runs_ahead()
     )

@@ -94,8 +94,6 @@ pub struct PanelPlan {
     /// it (`Tuning::reg_panel_alone_min_threads` on the `blocked` path with
     /// at most one matrix per SM, else 64).
     pub min_threads: u32,
-    /// Whether the tensor-core update prefetches the next slab.
-    pub tensor_prefetch: bool,
     /// Whether the shared-memory panel forms its scaled reflectors in
     /// float32 (`Tuning::float_reflector`).
     pub float_reflector: bool,
@@ -114,15 +112,10 @@ pub struct PanelPlan {
     pub checks_aside: bool,
     /// Warps per block of the tensor-core update (4 or 8).
     pub tensor_warps: u32,
-    /// Depth of the tensor-core update's cp.async pipeline that keeps A2 in
-    /// shared memory between its two passes; 0 streams A2 from global
-    /// memory twice (`Tuning::tensor_stage_depth`).
+    /// Depth of the tensor-core update's cp.async pipeline that passes V
+    /// and A2 through rings in shared memory; 0 streams them from global
+    /// memory (`Tuning::tensor_stage_depth`).
     pub tensor_stage_depth: u32,
-    /// Most trailing rows the staged update holds (`Tuning::tensor_stage_max_rows`).
-    pub tensor_stage_max_rows: usize,
-    /// Whether the staged update passes A2 through its rings
-    /// (`Tuning::tensor_stage_ring`).
-    pub tensor_stage_ring: bool,
     /// L2 eviction priorities of the ring's A2 copies and of the update's
     /// stores (`Tuning::tensor_l2_hints`, for batches of at least
     /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
@@ -143,9 +136,6 @@ pub struct PanelPlan {
     /// (`Tuning::fused_checks`): the register panel and the tensor-core
     /// update without a fold.
     pub fused_checks: bool,
-    /// The tensor-core update hands the low parts of its split to the
-    /// tensor cores unrounded (`Tuning::tensor_lo_truncate`).
-    pub tensor_lo_truncate: bool,
     /// The register panel of a block alone holds half the columns of twice
     /// the rows per thread (`Tuning::reg_panel_halves`).
     pub reg_halves: bool,
@@ -561,7 +551,6 @@ pub fn plan(
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
             rows_per_thread: 0,
             min_threads: 64,
-            tensor_prefetch: tuning.tensor_prefetch,
             float_reflector: tuning.float_reflector,
             pipelined: false,
             fold: false,
@@ -571,8 +560,6 @@ pub fn plan(
                     >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64,
             tensor_warps: tensor_warps(shape, device, tuning),
             tensor_stage_depth: tuning.tensor_stage_depth,
-            tensor_stage_max_rows: tuning.tensor_stage_max_rows,
-            tensor_stage_ring: tuning.tensor_stage_ring,
             tensor_l2_hints: if shape.a_bytes() as u64
                 >= u64::from(tuning.tensor_l2_hints_min_l2) * device.l2_bytes as u64
             {
@@ -589,7 +576,6 @@ pub fn plan(
             tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
             lanes: 1,
             fused_checks: false,
-            tensor_lo_truncate: tuning.tensor_lo_truncate,
             reg_halves: false,
         },
         graph: false,

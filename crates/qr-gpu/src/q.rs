@@ -227,17 +227,13 @@ impl Blocks {
             &op,
             (nrow, ntrail, w),
             self.mats,
-            plan.tensor_prefetch,
             plan.tensor_warps,
             trailing_tc::Staging {
                 depth: plan.tensor_stage_depth,
-                max_rows: plan.tensor_stage_max_rows,
-                ring: plan.tensor_stage_ring,
                 l2_hints: plan.tensor_l2_hints,
                 reverse: plan.tensor_update_reverse,
             },
             row_split,
-            plan.tensor_lo_truncate,
         )
     }
 }

@@ -92,10 +92,6 @@ pub struct Tuning {
     /// it: 8 x 2048 6355.8 / 6306.8 / 6281.8, 2 x 4096 13787.7 / 13720.3 /
     /// 14026.1.
     pub reg_panel_alone_min_threads: u32,
-    /// Tensor-core update: load the next slab before the current one's mma
-    /// (one block per SM for the registers it needs). Off: slower on the
-    /// H200 at 640x512, 60x1024 and 2x4096 (table "tensor prefetch").
-    pub tensor_prefetch: bool,
     /// Panel kernels and `smem` kernels: the
     /// scaled reflectors (squared norm at least 2^-60 of a panel or matrix
     /// scaled to [0.5, 1)) are formed in float32, as LAPACK's slarfg does,
@@ -196,30 +192,18 @@ pub struct Tuning {
     /// 8 x 2048 (1.9) and 2 x 4096 (1): docs/history/qr-gpu-sessions.md, table "tensor
     /// warps"; 16 lies between 7 and 36 (their geometric middle).
     pub tensor_warps4_min_waves: u32,
-    /// Tensor-core update: depth of the cp.async pipeline that keeps each
-    /// block's A2 tile in shared memory from the W pass to the update pass
-    /// (A2 read from global memory once, V through a ring of this many
-    /// 16-row slabs per warp), or with `tensor_stage_ring` streams both
-    /// through the ring; 0 streams A2 twice without shared memory. Same bits
-    /// every way. Resident tiles were slower on every case measured on the
-    /// H200 (640 x 512 7075 us unstaged against 7367 / 7640 / 7735 at depth
-    /// 2 / 3 / 4, 60 x 1024 5124 against 5372 and more: the tile's shared
-    /// memory costs blocks per SM that the kernel needs more than the saved
-    /// second read; docs/history/qr-gpu-sessions.md, table "tensor stage");
-    /// 2 is the ring's depth.
+    /// Tensor-core update: depth of the cp.async pipeline that passes each
+    /// warp's 16-row slabs of V and A2 through a ring of this many slots in
+    /// shared memory, so A2 is read from global memory in both passes as
+    /// unstaged, but every load is a cp.async issued depth - 1 slabs ahead,
+    /// at 4 KiB of shared memory per slot and warp; 0 streams without
+    /// shared memory (as do orders whose rows are not 16-byte aligned and
+    /// blocks whose ring does not fit an SM). Same bits every way. 2, against
+    /// unstaged: 640 x 512 6690.0 -> 6175.9 us, 8 x 2048 7897.4 -> 7498.5,
+    /// 60 x 1024 4846.1 -> 4819.3, 40 x 176 and 40 x 352 within 0.5% (H200,
+    /// docs/history/qr-gpu-sessions.md, table "tensor stage"); depths 3 and
+    /// 4 were slower (fewer blocks per SM).
     pub tensor_stage_depth: u32,
-    /// Most trailing rows a staged block holds (taller updates stream).
-    pub tensor_stage_max_rows: usize,
-    /// Staged tensor update (`tensor_stage_depth` > 0) without the resident
-    /// tile: each warp's ring slots hold a V slab and an A2 slab, so A2 is
-    /// read from global memory in both passes as unstaged, but every load
-    /// is a cp.async issued `tensor_stage_depth - 1` slabs ahead, at 4 KiB
-    /// of shared memory per slot and warp. On, at depth 2: 640 x 512 6690.0
-    /// -> 6175.9 us, 8 x 2048 7897.4 -> 7498.5, 60 x 1024 4846.1 -> 4819.3,
-    /// 40 x 176 and 40 x 352 within 0.5% (H200, docs/history/qr-gpu-sessions.md, table
-    /// "tensor stage"); depths 3 and 4 were slower (fewer
-    /// blocks per SM).
-    pub tensor_stage_ring: bool,
     /// Tensor-core update on devices with clusters: a launch of few tiles
     /// (the look-ahead update of a few-matrix plan: one tile per matrix)
     /// splits each tile's rows over a cluster of up to this many blocks,
@@ -252,20 +236,6 @@ pub struct Tuning {
     /// 5314.9 / 5148.4, 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 /
     /// 5492.3, 2 x 4096 10108.4 / 9989.6.
     pub fused_checks: bool,
-    /// Tensor-core update: each float32 operand is split x = hi + lo with
-    /// hi rounded to tf32 and lo = x - hi handed to the tensor cores as it
-    /// is (they read its top 19 bits: truncation), two integer
-    /// instructions fewer per value than rounding lo too. The dropped bits
-    /// lie below 2^-21 of x, beside the 2^-22 of the lo * lo product the
-    /// 3-pass split leaves out anyway. The W pass's loop falls from 367 to
-    /// 336 SASS instructions (NVRTC 13.5, 4-warp blocks; the kernel spills
-    /// 8 bytes at 128 registers). On: faster on every case of its sweep on
-    /// the H200 (docs/history/qr-gpu-sessions.md, table "tensor lo truncate"),
-    /// off / on: 40 x 352 558.3 / 551.8 us, 640 x 512 5231.1 /
-    /// 5031.8, 60 x 1024 3831.4 / 3775.5, 8 x 2048 5476.3 / 5415.9,
-    /// 2 x 4096 10097.2 / 9886.2. The H100 benchmark set of docs/PERF.md
-    /// ran with it on, every case meeting the bar.
-    pub tensor_lo_truncate: bool,
     /// `blocked` plans whose register panel holds one row per thread (a
     /// block alone on tall panels, 40 x 352): each thread holds 16 columns
     /// of two rows instead, so the transposing butterfly sums 16 partials
@@ -276,8 +246,8 @@ pub struct Tuning {
     /// "Unmeasured and losing variants"), but its GPU test has not reported
     /// yet, and a switch goes on only with a passing test.
     pub reg_panel_halves: bool,
-    /// L2 eviction priorities of the tensor-core update (with
-    /// `tensor_stage_ring`): 0 none; 1 A2's second read (the update pass)
+    /// L2 eviction priorities of the staged tensor-core update
+    /// (`tensor_stage_depth` > 0): 0 none; 1 A2's second read (the update pass)
     /// and its stores evict first, except the launch's first tile, whose
     /// columns the chain reads next (the other tiles are read by the next
     /// step's bulk update, after the whole batch has streamed through L2);
@@ -331,7 +301,6 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 2,
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
-            tensor_prefetch: false,
             float_reflector: true,
             panel_pipeline_max_threads: 256,
             panel_fold: true,
@@ -348,14 +317,11 @@ impl Default for Tuning {
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 2,
-            tensor_stage_max_rows: 1024,
             tensor_row_split: 8,
             tensor_row_split_min_rows: 128,
-            tensor_stage_ring: true,
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
             fused_checks: true,
-            tensor_lo_truncate: true,
             reg_panel_halves: false,
             tensor_l2_hints: 0,
             tensor_l2_hints_min_l2: 2,

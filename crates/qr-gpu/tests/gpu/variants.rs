@@ -251,37 +251,16 @@ pub(crate) static ROWS: &[Row] = &[
             },
         }],
     },
-    // The tensor-core update with the split's low parts rounded to tf32 too
-    // (`Tuning::tensor_lo_truncate` off; on by default): the default
-    // (truncated) side is what every other test runs.
-    Row {
-        name: "tensor_lo_rounded",
-        runs: &[
-            Run {
-                label: "tensor lo rounded",
-                flip: |t| t.tensor_lo_truncate = false,
-                strategies: BLOCKED,
-                check: Check::Panel { seed: 3000 },
-            },
-            Run {
-                label: "cluster tensor lo rounded",
-                flip: |t| t.tensor_lo_truncate = false,
-                strategies: CLUSTER,
-                check: Check::Panel { seed: 3100 },
-            },
-        ],
-    },
-    // The tensor-core update with A2 staged in shared memory
-    // (`Tuning::tensor_stage_depth`, resident tiles and rings), sizes
-    // around its row steps and the staging limit (tall updates stream,
-    // later ones stage), bitwise equal to the streaming update (the same
-    // products summed in the same order).
+    // The tensor-core update with V and A2 staged through rings in shared
+    // memory (`Tuning::tensor_stage_depth`), sizes around its row steps,
+    // bitwise equal to the streaming update (the same products summed in
+    // the same order).
     Row {
         name: "tensor_stage",
         runs: &[
             Run {
-                label: "{s} tensor stage 3 warps 4 rows 1024 ring false",
-                flip: staged::<3, 4, 1024, false>,
+                label: "{s} tensor stage 2 warps 4",
+                flip: staged::<2, 4>,
                 strategies: PANELS,
                 check: Check::Bits {
                     reference: streamed::<4>,
@@ -292,32 +271,8 @@ pub(crate) static ROWS: &[Row] = &[
                 },
             },
             Run {
-                label: "{s} tensor stage 2 warps 8 rows 300 ring false",
-                flip: staged::<2, 8, 300, false>,
-                strategies: PANELS,
-                check: Check::Bits {
-                    reference: streamed::<8>,
-                    orders: &[33, 65, 200, 513, 1000],
-                    cases: (3, 300, 0.0),
-                    cases_from: 30,
-                    seed: 1400,
-                },
-            },
-            Run {
-                label: "{s} tensor stage 2 warps 4 rows 0 ring true",
-                flip: staged::<2, 4, 0, true>,
-                strategies: PANELS,
-                check: Check::Bits {
-                    reference: streamed::<4>,
-                    orders: &[33, 65, 200, 513, 1000],
-                    cases: (3, 300, 0.0),
-                    cases_from: 30,
-                    seed: 1400,
-                },
-            },
-            Run {
-                label: "{s} tensor stage 3 warps 8 rows 0 ring true",
-                flip: staged::<3, 8, 0, true>,
+                label: "{s} tensor stage 3 warps 8",
+                flip: staged::<3, 8>,
                 strategies: PANELS,
                 check: Check::Bits {
                     reference: streamed::<8>,
@@ -404,14 +359,11 @@ fn streamed<const WARPS: u32>(t: &mut Tuning) {
     t.tensor_stage_depth = 0;
 }
 
-/// `tensor_stage`'s variants: `streamed::<WARPS>` with A2 staged.
-fn staged<const DEPTH: u32, const WARPS: u32, const MAX_ROWS: usize, const RING: bool>(
-    t: &mut Tuning,
-) {
+/// `tensor_stage`'s variants: `streamed::<WARPS>` staged `DEPTH` slabs
+/// deep.
+fn staged<const DEPTH: u32, const WARPS: u32>(t: &mut Tuning) {
     streamed::<WARPS>(t);
     t.tensor_stage_depth = DEPTH;
-    t.tensor_stage_max_rows = MAX_ROWS;
-    t.tensor_stage_ring = RING;
 }
 
 /// An `smem` kernel variant: sizes up to the shared-memory limit, every

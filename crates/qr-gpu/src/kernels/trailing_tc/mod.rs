@@ -23,12 +23,9 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_WARPS",
         "TC_MIN_BLOCKS",
         "TC_FLUSH",
-        "TC_PREFETCH",
         "TC_VEC4",
         "TC_STAGE",
-        "TC_RING",
         "TC_ROWSPLIT",
-        "TC_LO_RZ",
         "TC_L2HINT",
         "TC_REVERSE",
     ],
@@ -40,50 +37,37 @@ pub(crate) const BN: usize = 32;
 /// per SM (`TC_MIN_BLOCKS`) are this over the block's warps.
 const WARPS_PER_SM: u32 = 16;
 
-/// Blocks of `warps` warps each SM keeps resident (without prefetch).
+/// Blocks of `warps` warps each SM keeps resident.
 pub(crate) fn resident_blocks(warps: u32) -> u32 {
     WARPS_PER_SM / warps.max(1)
 }
 
 /// The defines of the measured choice (docs/perf/trailing_tc.md, "Tiles and
-/// speed": tf32 3-pass, 32 columns, per-slab flush), `warps` (4 or 8) warps
-/// per block, with 16-byte accesses when every A2 row is 16-byte aligned.
-/// `prefetch` loads the next slab before the current one's mma; it needs
-/// about 180 registers, so it runs half the blocks per SM
-/// (`Tuning::tensor_prefetch`). `stage` (0: off) is the depth of the
-/// cp.async pipeline that keeps the block's A2 tile in shared memory
-/// between the two passes (`Tuning::tensor_stage_depth`), or with `ring`
-/// passes A2 through each warp's ring like V (`Tuning::tensor_stage_ring`).
-/// `lo_rz`: the low parts of the split go to the tensor cores unrounded
-/// (`Tuning::tensor_lo_truncate`). `l2_hints` (0, 1, 2): L2 eviction
-/// priorities on A2's ring copies and stores (`Tuning::tensor_l2_hints`;
-/// only with `stage` > 0 and `ring`, else 0). `reverse`: the update pass
-/// takes its slabs last to first
+/// speed": tf32 3-pass, 32 columns, per-slab flush, the split's low parts
+/// handed to the tensor cores unrounded), `warps` (4 or 8) warps per block,
+/// with 16-byte accesses when every A2 row is 16-byte aligned. `stage` (0:
+/// off) is the depth of the cp.async pipeline that passes each warp's V and
+/// A2 slabs through a ring in shared memory (`Tuning::tensor_stage_depth`).
+/// `l2_hints` (0, 1, 2): L2 eviction priorities on A2's ring copies and
+/// stores (`Tuning::tensor_l2_hints`; only with `stage` > 0, else 0).
+/// `reverse`: the update pass takes its slabs last to first
 /// (`Tuning::tensor_update_reverse`; only with `stage` > 0).
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn defines(
     vec4: bool,
-    prefetch: bool,
     warps: u32,
     stage: u32,
-    ring: bool,
     row_split: u32,
-    lo_rz: bool,
     l2_hints: u32,
     reverse: bool,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
-    let l2_hints = if stage > 0 && ring {
-        l2_hints.min(2)
-    } else {
-        0
-    };
+    let l2_hints = if stage > 0 { l2_hints.min(2) } else { 0 };
     // A row-split block runs one per SM (`row_split`), so it may take the
     // registers that keep its cluster meeting free of spills.
     let blocks = if row_split > 1 {
         1
     } else {
-        (WARPS_PER_SM / warps / if prefetch { 2 } else { 1 }).max(1)
+        (WARPS_PER_SM / warps).max(1)
     };
     [
         ("TC_SPLIT", "0".to_string()),
@@ -91,12 +75,9 @@ pub(crate) fn defines(
         ("TC_WARPS", warps.to_string()),
         ("TC_MIN_BLOCKS", blocks.to_string()),
         ("TC_FLUSH", "1".to_string()),
-        ("TC_PREFETCH", u8::from(prefetch).to_string()),
         ("TC_VEC4", u8::from(vec4).to_string()),
         ("TC_STAGE", stage.to_string()),
-        ("TC_RING", u8::from(ring && stage > 0).to_string()),
         ("TC_ROWSPLIT", row_split.to_string()),
-        ("TC_LO_RZ", u8::from(lo_rz).to_string()),
         ("TC_L2HINT", l2_hints.to_string()),
         ("TC_REVERSE", u8::from(reverse && stage > 0).to_string()),
     ]
@@ -140,30 +121,20 @@ pub(crate) struct Operands {
     pub oflow: u64,
 }
 
-/// Dynamic shared memory of the staged kernel: each warp's ring of
-/// `depth` 16-row V slabs, then the A2 tile (`nrow` rounded up to 16 rows
-/// of 32 columns); with `ring`, `depth` V and A2 slab pairs per warp.
-pub(crate) fn stage_bytes(warps: u32, depth: u32, nrow: usize, ring: bool) -> usize {
+/// Dynamic shared memory of the staged kernel: each warp's ring of `depth`
+/// pairs of 16-row V and A2 slabs.
+pub(crate) fn stage_bytes(warps: u32, depth: u32) -> usize {
     let slab = 16 * BN * std::mem::size_of::<f32>();
-    if ring {
-        2 * (warps * depth) as usize * slab
-    } else {
-        (warps * depth) as usize * slab + nrow.div_ceil(16) * slab
-    }
+    2 * (warps * depth) as usize * slab
 }
 
 /// How the update stages its operands through shared memory
-/// (`Tuning::tensor_stage_depth`, `Tuning::tensor_stage_max_rows`).
+/// (`Tuning::tensor_stage_depth`).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct Staging {
     /// cp.async pipeline depth; 0 never stages.
     pub depth: u32,
-    /// Most A2 rows a staged block holds; taller updates stream from global
-    /// memory twice (not with `ring`).
-    pub max_rows: usize,
-    /// A2 passes through the rings too, read twice, nothing resident.
-    pub ring: bool,
-    /// L2 eviction priorities with `ring` (`Tuning::tensor_l2_hints`): 0
+    /// L2 eviction priorities of the staged update (`Tuning::tensor_l2_hints`): 0
     /// none; 1 A2's second read and its stores (but the launch's first
     /// tile's) evict first; 2 also its first read evicts last.
     pub l2_hints: u32,
@@ -212,12 +183,11 @@ pub(crate) fn row_split(
 }
 
 /// `A2 -= V (T^T (V^T A2))` for `mats` matrices, A2 `nrow x ntrail`, panel
-/// width `w`, with the next slab prefetched when `prefetch`, blocks of
-/// `warps` (4 or 8) warps, A2 kept in shared memory between the passes
-/// where `staging` allows it and the tile fits beside a resident block.
-/// Each tile's rows are split over a cluster of `row_split` blocks (rounded
-/// by `split_size`; 1: none), and with `lo_rz` the split's low parts go to
-/// the tensor cores unrounded.
+/// width `w`, blocks of `warps` (4 or 8) warps, V and A2 staged through
+/// shared memory where `staging` asks for it, the rows are 16-byte aligned
+/// and a block of its shared memory fits on an SM (else streamed). Each
+/// tile's rows are split over a cluster of `row_split` blocks (rounded by
+/// `split_size`; 1: none).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
     engine: &Engine,
@@ -225,11 +195,9 @@ pub(crate) fn launch(
     op: &Operands,
     (nrow, ntrail, w): (usize, usize, usize),
     mats: usize,
-    prefetch: bool,
     warps: u32,
     staging: Staging,
     row_split: u32,
-    lo_rz: bool,
 ) -> Result<(), QrError> {
     let row_split = split_size(row_split);
     if ntrail == 0 || mats == 0 {
@@ -240,23 +208,19 @@ pub(crate) fn launch(
     let depth = staging.depth.min(8);
     let mut stage = 0;
     let mut smem = 0;
-    let ring = staging.ring;
     let tiles = ntrail.div_ceil(BN);
     let defs = |stage: u32| {
         defines(
             vec4,
-            prefetch,
             warps,
             stage,
-            ring,
             row_split,
-            lo_rz,
             staging.l2_hints,
             staging.reverse,
         )
     };
-    if depth > 0 && vec4 && !prefetch && (ring || nrow <= staging.max_rows) {
-        let bytes = stage_bytes(warps, depth, nrow, ring);
+    if depth > 0 && vec4 {
+        let bytes = stage_bytes(warps, depth);
         let f = engine.function(&SOURCE, &defs(depth), APPLY)?;
         if bytes <= engine.info().smem_per_block_optin {
             super::raise_dynamic_smem(&f, bytes, APPLY)?;
@@ -308,9 +272,8 @@ pub(crate) fn launch(
     // workspace sized for the batch at these strides; the kernel writes only
     // A2 and (when not 0) one mark per matrix of the launch in oflow, and
     // reads V's nrow x 32 and T's 32 x 32 (README.md beside it).
-    // Staged, its dynamic shared memory is `stage_bytes` of these warps,
-    // this depth, these rows and this ring choice, within the limit just
-    // raised. With a row split the grid is `row_split` blocks per tile,
+    // Staged, its dynamic shared memory is `stage_bytes` of these warps
+    // and this depth, within the limit just raised. With a row split the grid is `row_split` blocks per tile,
     // consecutive, and the kernel's compile-time cluster size is
     // `row_split`, so a cluster is one tile and divides the grid.
     unsafe { b.launch(cfg) }.ctx("launching trailing_tc_apply_f32")?;
@@ -323,21 +286,20 @@ mod tests {
 
     #[test]
     fn l2_hints_only_ride_on_a_ring() {
-        let hint = |stage, ring, hints| {
-            defines(true, false, 4, stage, ring, 1, true, hints, false)
+        let hint = |stage, hints| {
+            defines(true, 4, stage, 1, hints, false)
                 .into_iter()
                 .find(|(k, _)| k == "TC_L2HINT")
                 .map(|(_, v)| v)
         };
-        assert_eq!(hint(2, true, 1).as_deref(), Some("1"));
-        assert_eq!(hint(2, true, 2).as_deref(), Some("2"));
-        assert_eq!(hint(2, true, 7).as_deref(), Some("2"));
+        assert_eq!(hint(2, 1).as_deref(), Some("1"));
+        assert_eq!(hint(2, 2).as_deref(), Some("2"));
+        assert_eq!(hint(2, 7).as_deref(), Some("2"));
         // The kernel refuses hints without the ring's copies.
-        assert_eq!(hint(0, true, 2).as_deref(), Some("0"));
-        assert_eq!(hint(2, false, 2).as_deref(), Some("0"));
+        assert_eq!(hint(0, 2).as_deref(), Some("0"));
         // Every define the source requires is given, in its order (the
         // module cache refuses any other list).
-        let given: Vec<String> = defines(true, false, 8, 2, true, 1, false, 0, true)
+        let given: Vec<String> = defines(true, 8, 2, 1, 0, true)
             .into_iter()
             .map(|(k, _)| k)
             .collect();

@@ -59,26 +59,14 @@
 #ifndef TC_FLUSH
 #error "TC_FLUSH (16-row slabs per tensor-core partial of W; 0: one partial) must be defined by the plan"
 #endif
-#ifndef TC_PREFETCH
-#error "TC_PREFETCH (1: load the next slab / tile before the mma of this one) must be defined by the plan"
-#endif
 #ifndef TC_VEC4
 #error "TC_VEC4 (1: A2 rows are 16-byte aligned, lda % 4 == 0) must be defined by the plan"
 #endif
 #ifndef TC_STAGE
 #error "TC_STAGE (0, or the depth of the cp.async pipeline that keeps A2 in shared memory) must be defined by the plan"
 #endif
-#if TC_STAGE && (TC_BN != 32 || !TC_VEC4 || TC_PREFETCH)
-#error "TC_STAGE needs TC_BN 32, TC_VEC4 1 and TC_PREFETCH 0"
-#endif
-#ifndef TC_RING
-#error "TC_RING (1: a staged A2 slab passes through the warp's ring like V's, read twice from global memory) must be defined by the plan"
-#endif
-#if TC_RING && !TC_STAGE
-#error "TC_RING needs TC_STAGE"
-#endif
-#ifndef TC_LO_RZ
-#error "TC_LO_RZ (1: the split's low parts go to the tensor cores unrounded) must be defined by the plan"
+#if TC_STAGE && (TC_BN != 32 || !TC_VEC4)
+#error "TC_STAGE needs TC_BN 32 and TC_VEC4 1"
 #endif
 #ifndef TC_ROWSPLIT
 #error "TC_ROWSPLIT (blocks of a cluster splitting a tile's rows; 1: one block per tile) must be defined by the plan"
@@ -86,8 +74,8 @@
 #ifndef TC_L2HINT
 #error "TC_L2HINT (0: no L2 eviction hints; 1: A2's last read and its stores evict first; 2: also its first read evicts last) must be defined by the plan"
 #endif
-#if TC_L2HINT && !(TC_STAGE && TC_RING)
-#error "TC_L2HINT needs TC_STAGE and TC_RING (the hints ride on the ring's copies)"
+#if TC_L2HINT && !TC_STAGE
+#error "TC_L2HINT needs TC_STAGE (the hints ride on the ring's copies)"
 #endif
 #ifndef TC_REVERSE
 #error "TC_REVERSE (1: the update pass takes the warp's slabs last to first) must be defined by the plan"
@@ -134,14 +122,12 @@ struct alignas(16) tc_f4 {
 __device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
     hi = qr_tf32(x);
     const float rest = x - qr_bits_f32(hi);  // exact
-#if TC_LO_RZ
     // The tensor cores read a tf32 operand's top 19 bits, so the unrounded
     // rest enters the product truncated: its dropped bits lie below 2^-21
-    // of x (TC_LO_RZ, Tuning::tensor_lo_truncate).
+    // of x, beside the 2^-22 of the lo * lo product the split leaves out
+    // anyway. (Rounding it too, two integer instructions more, was slower:
+    // docs/PERF.md.)
     lo = qr_f32_bits(rest);
-#else
-    lo = qr_tf32(rest);
-#endif
 }
 #else
 // Two 16-bit values per register, `e0` in the low half (the lower k index).
@@ -487,12 +473,12 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
 #if TC_STAGE
 // ---- staging through shared memory (TC_STAGE = pipeline depth D) ----
 //
-// The block's whole A2 tile (nrow rounded up to 16 rows, 32 columns) stays
-// in dynamic shared memory from the W pass to the update pass, so A2 is
-// read from global memory once instead of twice; V's 16-row slabs pass
-// through a ring of D slots per warp. Every copy is a 16-byte cp.async
+// Each warp's 16-row slabs of V and of A2 pass through a ring of D slots
+// (a slot holds a V slab and an A2 slab), in both passes: A2 is read from
+// global memory twice, as unstaged, but every copy is a 16-byte cp.async
 // issued D - 1 slabs ahead of its use, so a warp never waits on a global
-// load it has just issued. Each warp stages exactly the rows it consumes
+// load it has just issued. (Keeping the block's whole A2 tile resident
+// between the passes instead was slower: docs/PERF.md.) Each warp stages exactly the rows it consumes
 // (a W slab and an update tile of warp k cover the same 16 rows), so only
 // __syncwarp orders the copies and their readers. Rows past nrow and
 // columns past the tile's edge are zero-filled by the copy itself.
@@ -769,30 +755,24 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
     const bool hint = TC_L2HINT && col0 > 0;
 #if TC_STAGE
     static_assert(TC_WN == 1, "a warp's W slabs and update tiles are the same rows");
-    // The warp's ring of TC_STAGE slots, then the block's resident A2 tile;
-    // with TC_RING a slot holds a V slab and an A2 slab and nothing is
-    // resident.
+    // The warp's ring of TC_STAGE slots, each a V slab and an A2 slab.
     extern __shared__ __attribute__((aligned(16))) float tc_dyn[];
     constexpr int kSlab = 16 * 32;
     constexpr int kSlots = TC_STAGE;
-    constexpr int kSlot = (TC_RING ? 2 : 1) * kSlab;
-    // Float offsets in tc_dyn of the warp's ring and of the resident tile.
-    const int ring_off = warp * (kSlots * kSlot), sa_off = TC_WARPS * (kSlots * kSlot);
+    constexpr int kSlot = 2 * kSlab;
+    // Float offset in tc_dyn of the warp's ring.
+    const int ring_off = warp * (kSlots * kSlot);
     float* ring = tc_dyn + ring_off;
-    float* sa = tc_dyn + sa_off;
-    // Where slot q's A2 slab of rows r0.. lives (offset, pointer).
-    auto a_off = [&](int q, int r0) {
-        return TC_RING ? ring_off + q * kSlot + kSlab : sa_off + r0 * 32;
-    };
-    auto a_at = [&](int q, int r0) { return tc_dyn + a_off(q, r0); };
+    // Where slot q's A2 slab lives (offset, pointer).
+    auto a_off = [&](int q) { return ring_off + q * kSlot + kSlab; };
+    auto a_at = [&](int q) { return tc_dyn + a_off(q); };
     const unsigned dyn = tc_smem_u32(tc_dyn);
     const int nslab = nrow > warp * 16 ? (nrow - warp * 16 + kRowStep - 1) / kRowStep : 0;
     tc_stager st = tc_stager_at(dyn, vm, as, lda, warp * 16, nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage<kRowStep, kFirstRead>(st, ring_off + k * kSlot, a_off(k, warp * 16 + k * kRowStep), true,
-                               vm, as);
+            tc_stage<kRowStep, kFirstRead>(st, ring_off + k * kSlot, a_off(k), true, vm, as);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
@@ -800,34 +780,22 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         const int qa = ahead % kSlots, qk = k % kSlots;
         // Slot qa was last read at slab k - 1, before its __syncwarp.
         if (ahead < nslab)
-            tc_stage<kRowStep, kFirstRead>(st, ring_off + qa * kSlot,
-                               a_off(qa, warp * 16 + ahead * kRowStep), true, vm, as);
+            tc_stage<kRowStep, kFirstRead>(st, ring_off + qa * kSlot, a_off(qa), true, vm, as);
         tc_cp_commit();
         tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
         __syncwarp();  // every lane's copies of slab k before any lane reads them
         tc_slab cur;
-        tc_slab_from_smem(cur, ring + qk * kSlot, a_at(qk, r0), g, tq);
+        tc_slab_from_smem(cur, ring + qk * kSlot, a_at(qk), g, tq);
         __syncwarp();
         tc_w_slab(cur, acc);
 #else
-#if TC_PREFETCH
-    tc_slab cur;
-    tc_load_slab<true>(cur, vm, as, lda, warp * 16, nrow, ncols, g, tq);
-#endif
     for (int r0 = warp * 16; r0 < nrow; r0 += kRowStep) {
-#if TC_PREFETCH
-        tc_slab nxt;
-        tc_load_slab<true>(nxt, vm, as, lda, r0 + kRowStep, nrow, ncols, g, tq);
-        tc_w_slab(cur, acc);
-        cur = nxt;
-#else
         tc_slab cur;
         if (full && r0 + 16 <= nrow)
             tc_load_slab<false>(cur, vm, as, lda, r0, nrow, ncols, g, tq);
         else
             tc_load_slab<true>(cur, vm, as, lda, r0, nrow, ncols, g, tq);
         tc_w_slab(cur, acc);
-#endif
 #endif
 #if TC_FLUSH > 0
         if (++pending == TC_FLUSH) {
@@ -993,8 +961,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 
     constexpr int kTileStep = TC_WR * 16;
 #if TC_STAGE
-    // A2 is resident since the W pass (this warp's own rows), or with
-    // TC_RING comes through the ring again; V comes through the ring.
+    // A2 and V come through the ring again.
     static_assert(kTileStep == kRowStep, "the passes' slabs are the same rows");
     // The row of the warp's k-th slab of this pass. With TC_REVERSE the
     // pass starts from the slabs the W pass read last, the likeliest still
@@ -1008,21 +975,20 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
-            tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + k * kSlot, a_off(k, slab_row(k)),
-                                TC_RING, vm, as);
+            tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + k * kSlot, a_off(k), true, vm, as);
         tc_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int i0 = slab_row(k), ahead = k + TC_STAGE - 1;
         const int qa = ahead % kSlots, qk = k % kSlots;
         if (ahead < nslab)
-            tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + qa * kSlot,
-                                a_off(qa, slab_row(ahead)), TC_RING, vm, as);
+            tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + qa * kSlot, a_off(qa), true, vm,
+                                                 as);
         tc_cp_commit();
         tc_cp_wait_ahead();
         __syncwarp();  // every lane's copies of slab k before any lane reads them
         tc_tile tl;
-        tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk, i0), g, tq);
+        tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk), g, tq);
         __syncwarp();
         const bool chk = oflow != nullptr && i0 < top;  // uniform over the warp
         if (full && i0 + 16 <= nrow)
@@ -1031,18 +997,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
             tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail, hint);
     }
 #else
-#if TC_PREFETCH
-    tc_tile tl;
-    tc_load_tile<true>(tl, vm, as, lda, rg * 16, nrow, ncols, w, cg, g, tq);
-#endif
     for (int i0 = rg * 16; i0 < nrow; i0 += kTileStep) {
-#if TC_PREFETCH
-        tc_tile nx;
-        tc_load_tile<true>(nx, vm, as, lda, i0 + kTileStep, nrow, ncols, w, cg, g, tq);
-        tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq,
-                             oflow != nullptr && i0 < top, oflow, ntrail, hint);
-        tl = nx;
-#else
         tc_tile tl;
         const bool chk = oflow != nullptr && i0 < top;
         if (full && i0 + 16 <= nrow) {
@@ -1052,7 +1007,6 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
             tc_load_tile<true>(tl, vm, as, lda, i0, nrow, ncols, w, cg, g, tq);
             tc_update_tile<true>(tl, bhi, blo, at, lda, i0, nrow, ncols, cg, g, tq, chk, oflow, ntrail, hint);
         }
-#endif
     }
 #endif
 }
