@@ -535,8 +535,7 @@ fn variants() -> Vec<Variant> {
     }
     // Each call as one CUDA graph (`Tuning::graphs`) or launch by launch:
     // on the planner's plans, and for the large batches with the checks
-    // stream off (a plan with it has no graph unless
-    // `Tuning::graphs_beside_checks`).
+    // stream off (a plan with it has no graph).
     for on in [false, true] {
         let t = Tuning {
             graphs: on,
@@ -558,35 +557,6 @@ fn variants() -> Vec<Variant> {
             &mut variants,
             &["640,512,2,dense", "60,1024,2,dense"],
             format!("graphs {on}, checks first"),
-            None,
-            &t,
-        );
-    }
-    // The checks stream forced on (from any size), with and without a
-    // graph around it (`Tuning::graphs_beside_checks`).
-    for beside in [false, true] {
-        let t = Tuning {
-            checks_aside_min_l2: 0,
-            graphs_beside_checks: beside,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[1..6],
-            format!("graphs beside checks {beside}"),
-            None,
-            &t,
-        );
-    }
-    for ahead in [false, true] {
-        let t = Tuning {
-            look_ahead: ahead,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES[1..],
-            format!("look ahead {ahead}"),
             None,
             &t,
         );

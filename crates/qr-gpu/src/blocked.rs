@@ -153,7 +153,7 @@ pub(crate) fn factor(
         }
     }
 
-    // Look-ahead (`Tuning::look_ahead`): the panels and the update of each
+    // Look-ahead (`Plan::runs_ahead`): the panels and the update of each
     // next panel's own columns run on the engine's priority stream, the
     // rest of each update on the main stream, so that panel k + 1 (latency
     // bound) overlaps the bulk of update k. Panels alternate between two

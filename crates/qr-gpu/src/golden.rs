@@ -274,7 +274,6 @@ fn fields(p: &Plan) -> String {
         float_reflector,
         pipelined,
         fold,
-        look_ahead,
         checks_aside,
         tensor_warps,
         tensor_stage_depth,
@@ -290,7 +289,7 @@ fn fields(p: &Plan) -> String {
         "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
          rows_per_thread={rows_per_thread} min_threads={min_threads} \
          float_reflector={float_reflector} \
-         pipelined={pipelined} fold={fold} look_ahead={look_ahead} \
+         pipelined={pipelined} fold={fold} \
          checks_aside={checks_aside} tensor_warps={tensor_warps} \
          tensor_stage_depth={tensor_stage_depth} \
          tensor_l2_hints={tensor_l2_hints} \

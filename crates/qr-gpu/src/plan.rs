@@ -103,9 +103,6 @@ pub struct PanelPlan {
     /// Whether each one-barrier panel applies the previous panel's
     /// reflectors to its own columns itself (`Tuning::panel_fold`).
     pub fold: bool,
-    /// Whether panels run ahead of the bulk of the trailing updates on a
-    /// second stream (`Tuning::look_ahead`).
-    pub look_ahead: bool,
     /// Whether the input scan and half the overflow check run on the
     /// auxiliary stream beside the factorization (`Tuning::checks_aside`;
     /// out of place only).
@@ -212,12 +209,10 @@ impl Plan {
 
 impl Plan {
     /// Whether the panels run ahead of the bulk trailing updates on the
-    /// priority stream: with `Tuning::look_ahead` and the tensor-core
-    /// update, and no global meeting (whose cooperative launch needs its
-    /// blocks resident at once).
+    /// priority stream: with the tensor-core update and no global meeting
+    /// (whose cooperative launch needs its blocks resident at once).
     pub fn runs_ahead(&self) -> bool {
         self.strategy != Strategy::Smem
-            && self.panel.look_ahead
             && self.panel.tensor_trailing
             && self.panel.meeting(self.strategy) != panel::Meeting::Global
     }
@@ -554,7 +549,6 @@ pub fn plan(
             float_reflector: tuning.float_reflector,
             pipelined: false,
             fold: false,
-            look_ahead: tuning.look_ahead,
             checks_aside: tuning.checks_aside
                 && shape.a_bytes() as u64
                     >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64,
@@ -690,16 +684,15 @@ pub fn plan(
         }
     }
     // Graphs: the chains of the blocked and cluster paths on the tensor-core
-    // update (cuBLAS and cooperative launches stay outside them); beside
-    // the low-priority checks stream only on request (its kernels keep
-    // their priority as node priorities; docs/history/qr-gpu-sessions.md,
-    // "a leaner tensor-core update").
+    // update (cuBLAS and cooperative launches stay outside them), not beside
+    // the low-priority checks stream (forked inside the capture, it was not
+    // faster: docs/PERF.md).
     p.graph = tuning.graphs
         // Graph node priorities (graph.rs) came with CUDA 11.7.
         && device.driver_version >= 11070
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
-        && (!p.panel.checks_aside || tuning.graphs_beside_checks);
+        && !p.panel.checks_aside;
     // Halves: one row per thread only (at two, the kernel's 128 registers
     // spill, NVRTC 13.5).
     p.panel.reg_halves = tuning.reg_panel_halves
@@ -811,11 +804,6 @@ mod tests {
             ..Tuning::default()
         };
         assert!(!at(40, 352, &sgemm).graph);
-        let beside = Tuning {
-            graphs_beside_checks: true,
-            ..Tuning::default()
-        };
-        assert!(at(640, 512, &beside).graph && at(640, 512, &beside).panel.checks_aside);
     }
 
     #[test]

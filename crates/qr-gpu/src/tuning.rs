@@ -144,25 +144,13 @@ pub struct Tuning {
     /// threads; 40 x 512, 4 of 128, 1439 vs 1520; 40 x 352, 4 of 88, 888
     /// vs 900).
     pub cluster_max_block_rows: usize,
-    /// Tensor-core paths without a global meeting: each panel and the
-    /// update of the next panel's columns run on a priority stream while
-    /// the rest of the previous update runs on the main one, so that the
-    /// latency-bound panel overlaps the bulk update. On: 1.8-4.3% faster at
-    /// 640 x 512, 60 x 1024 and 8 x 2048 on the H200, within 0.5% elsewhere
-    /// (docs/history/qr-gpu-sessions.md, table "look ahead").
-    pub look_ahead: bool,
     /// Blocked and cluster plans on the tensor-core update run each call
     /// as one CUDA graph (recorded the second time a plan meets the same
     /// operands and workspace, replayed after; graph.rs), so their chains
     /// of small dependent launches run without a launch gap between each.
-    /// Not beside the checks stream unless `graphs_beside_checks`.
+    /// Plans with the low-priority checks stream (`checks_aside`) launch
+    /// kernel by kernel.
     pub graphs: bool,
-    /// With `graphs`, plans with the low-priority checks stream
-    /// (`checks_aside`) are graphs too: the stream is forked and joined
-    /// inside the capture, its kernels keep their low priority as node
-    /// priorities. Off: not measured faster (docs/history/qr-gpu-sessions.md, table
-    /// "graphs beside checks").
-    pub graphs_beside_checks: bool,
     /// Blocked paths that read the input out of place: the scan for
     /// non-finite entries and zero columns runs on a low-priority stream
     /// beside the first panel and update (which need neither), the second
@@ -309,9 +297,7 @@ impl Default for Tuning {
             blocked_tall_panel_rows: 320,
             cluster_min_blocks: 8,
             cluster_max_block_rows: 192,
-            look_ahead: true,
             graphs: true,
-            graphs_beside_checks: false,
             checks_aside: true,
             checks_aside_min_l2: 6,
             tensor_warps: 0,

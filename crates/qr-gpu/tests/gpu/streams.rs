@@ -53,53 +53,6 @@ pub(crate) fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// Graphs around the checks stream (`Tuning::graphs_beside_checks`, with
-/// the stream forced on from any size, so the scan, the mid-factorization
-/// overflow check and the final check run on the forked stream inside the
-/// capture): on both strategies, sizes of one to three panels and every
-/// distribution, bitwise equal to the same plans launch by launch; then
-/// device-API calls over two buffer sets with new contents each, some with
-/// a NaN in one matrix (its info and fill must replay too): every call's
-/// outputs are its own input's factorization, bit for bit.
-pub(crate) fn graphs_beside_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let beside = qr_gpu::Tuning {
-        checks_aside_min_l2: 0,
-        graphs_beside_checks: true,
-        ..qr_gpu::Tuning::default()
-    };
-    for s in [Strategy::Blocked, Strategy::Cluster] {
-        let on = (**g)
-            .clone()
-            .with_strategy(Some(s))
-            .with_tuning(beside.clone());
-        let off = on.clone().with_tuning(qr_gpu::Tuning {
-            graphs: false,
-            ..beside.clone()
-        });
-        let label = format!("{s} graphs beside checks");
-        let specs = sizes_and_cases(&[33, 65, 97, 200, 512], (3, 300, 0.0), 20);
-        same_bits(&on, &off, &specs, 2500, &label)?;
-        let small = spec(3, 200, 1.0, Case::Dense);
-        let shape = small.shape()?;
-        let nan = |round: u64| round % 3 == 2;
-        let input = |round: u64| {
-            let mut a = generate(&small, 2600 + round);
-            if nan(round) {
-                // A NaN in matrix 1: flagged in info, its outputs filled.
-                a[shape.n() * shape.n() + 7 + round as usize] = f32::NAN;
-            }
-            a
-        };
-        let got = device_rounds(&on, &off, shape, 8, &input, &|_| Ok(()), &label)?;
-        for (round, f) in (0u64..).zip(&got) {
-            if nan(round) && f.info[1] == qr_core::Info::OK {
-                return Err(format!("{label}: call {round} missed the NaN").into());
-            }
-        }
-    }
-    Ok(())
-}
-
 /// A plan recorded as a graph on one thread while another thread uploads,
 /// factors (a plan without graphs) and downloads through the same engine:
 /// the engine's queueing lock keeps the other thread's work out of every

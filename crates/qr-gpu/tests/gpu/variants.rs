@@ -62,7 +62,6 @@ enum Check {
 const BLOCKED: &[Strategy] = &[Strategy::Blocked];
 const CLUSTER: &[Strategy] = &[Strategy::Cluster];
 const SMEM: &[Strategy] = &[Strategy::Smem];
-const BLOCKED_CLUSTER: &[Strategy] = &[Strategy::Blocked, Strategy::Cluster];
 const PANELS: &[Strategy] = &[Strategy::Blocked, Strategy::Cluster, Strategy::Large];
 
 /// The trial of `ROWS`' row `name`.
@@ -283,33 +282,6 @@ pub(crate) static ROWS: &[Row] = &[
                 },
             },
         ],
-    },
-    // Panels running ahead on the priority stream (`Tuning::look_ahead`),
-    // sizes around one, two and three panels, bitwise equal to the
-    // single-stream result (the same operations in the same order per
-    // element). The row split sums a look-ahead tile's W in another order
-    // than the same tile in a launch of many (by design), so it is off on
-    // both sides.
-    Row {
-        name: "look_ahead",
-        runs: &[Run {
-            label: "{s} look ahead",
-            flip: |t| {
-                t.tensor_row_split = 0;
-                t.look_ahead = true;
-            },
-            strategies: BLOCKED_CLUSTER,
-            check: Check::Bits {
-                reference: |t| {
-                    t.tensor_row_split = 0;
-                    t.look_ahead = false;
-                },
-                orders: &[33, 63, 64, 65, 96, 97, 200, 512, 1000],
-                cases: (3, 300, 0.0),
-                cases_from: 20,
-                seed: 1300,
-            },
-        }],
     },
     // The input scan beside the first panel and update
     // (`Tuning::checks_aside`, forced from any size), bitwise equal (H, tau
