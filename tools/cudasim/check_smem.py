@@ -98,53 +98,52 @@ def main():
     failures = []
     worst = (0.0, 0.0)
     with tempfile.TemporaryDirectory() as d:
-        for f32 in (1, 0):
-            binary = os.path.join(d, f"smem_warp_{f32}")
-            cudasim.build("smem", os.path.join(cudasim.HERE, "smem_harness.cpp"), binary,
-                          ["-DSMEM_TPC=1", "-DSMEM_ROWS=0", f"-DSMEM_F32RF={f32}", "-DSMEM_WARP=1"])
-            for n in map(int, args.orders.split(",")):
-                for name in DISTS:
-                    a = case(rng, args.batch, n, name)
-                    h, tau, info, raw = run(binary, "warp", 32, a)
-                    # The second run in a random thread order (cudasim.h).
-                    raw2 = run(binary, "warp", 32, a, seed=1 + n)[3]
-                    tag = f"F32RF={f32} n={n} {name}"
-                    if raw != raw2:
-                        failures.append(f"{tag}: a run in another thread order differs")
-                    for m in range(args.batch):
-                        if info[m] != 0:
-                            failures.append(f"{tag} #{m}: info {info[m]}")
-                            continue
-                        sfr, orth = cudasim.gate(a[m], h[m], tau[m])
-                        worst = (max(worst[0], sfr), max(worst[1], orth))
-                        if not (sfr <= 5 and orth <= 25):
-                            failures.append(f"{tag} #{m}: sfr {sfr:.3g} orth {orth:.3g}")
-                        if name in ("zero",) and np.any(tau[m] != 0):
-                            failures.append(f"{tag} #{m}: tau of a zero matrix {tau[m]}")
-                        # LAPACK's convention: tau and R's diagonal as dgeqrf
-                        # gives them for the same input, where that column's
-                        # reflector is well determined (dense inputs).
-                        if name == "dense" and n > 1:
-                            hr, tr = np.linalg.qr(a[m].astype(np.float64), mode="raw")
-                            rd = np.diag(hr.T)
-                            if np.max(np.abs(np.diag(h[m]) - rd) / np.abs(rd)) > 1e-3 or \
-                               np.max(np.abs(tau[m] - tr)) > 1e-3:
-                                failures.append(f"{tag} #{m}: R diagonal or tau unlike dgeqrf")
-            # Non-finite input: info 1, NaN-filled; other matrices unaffected.
-            for n in (1, 5, 32):
-                a = case(rng, 3, n, "dense")
-                a[1, n // 2, n - 1] = np.nan
-                a[2, 0, 0] = np.inf
-                h, tau, info, _ = run(binary, "warp", 32, a)
-                if list(info) != [0, 1, 1] or not np.all(np.isnan(h[1:])) or not np.all(np.isnan(tau[1:])):
-                    failures.append(f"F32RF={f32} n={n}: non-finite input gave info {list(info)}")
-            # R overflows float32: info 2, NaN-filled.
-            for n in (2, 9, 32):
-                a = np.full((2, n, n), 3.0e38, dtype=np.float32)
-                a[1] = case(rng, 1, n, "dense")[0]
-                h, tau, info, _ = run(binary, "warp", 32, a)
-                if list(info) != [2, 0] or not np.all(np.isnan(h[0])):
-                    failures.append(f"F32RF={f32} n={n}: overflowing R gave info {list(info)}")
+        binary = os.path.join(d, "smem_warp")
+        cudasim.build("smem", os.path.join(cudasim.HERE, "smem_harness.cpp"), binary,
+                      ["-DSMEM_TPC=1", "-DSMEM_ROWS=0", "-DSMEM_WARP=1"])
+        for n in map(int, args.orders.split(",")):
+            for name in DISTS:
+                a = case(rng, args.batch, n, name)
+                h, tau, info, raw = run(binary, "warp", 32, a)
+                # The second run in a random thread order (cudasim.h).
+                raw2 = run(binary, "warp", 32, a, seed=1 + n)[3]
+                tag = f"n={n} {name}"
+                if raw != raw2:
+                    failures.append(f"{tag}: a run in another thread order differs")
+                for m in range(args.batch):
+                    if info[m] != 0:
+                        failures.append(f"{tag} #{m}: info {info[m]}")
+                        continue
+                    sfr, orth = cudasim.gate(a[m], h[m], tau[m])
+                    worst = (max(worst[0], sfr), max(worst[1], orth))
+                    if not (sfr <= 5 and orth <= 25):
+                        failures.append(f"{tag} #{m}: sfr {sfr:.3g} orth {orth:.3g}")
+                    if name in ("zero",) and np.any(tau[m] != 0):
+                        failures.append(f"{tag} #{m}: tau of a zero matrix {tau[m]}")
+                    # LAPACK's convention: tau and R's diagonal as dgeqrf
+                    # gives them for the same input, where that column's
+                    # reflector is well determined (dense inputs).
+                    if name == "dense" and n > 1:
+                        hr, tr = np.linalg.qr(a[m].astype(np.float64), mode="raw")
+                        rd = np.diag(hr.T)
+                        if np.max(np.abs(np.diag(h[m]) - rd) / np.abs(rd)) > 1e-3 or \
+                           np.max(np.abs(tau[m] - tr)) > 1e-3:
+                            failures.append(f"{tag} #{m}: R diagonal or tau unlike dgeqrf")
+        # Non-finite input: info 1, NaN-filled; other matrices unaffected.
+        for n in (1, 5, 32):
+            a = case(rng, 3, n, "dense")
+            a[1, n // 2, n - 1] = np.nan
+            a[2, 0, 0] = np.inf
+            h, tau, info, _ = run(binary, "warp", 32, a)
+            if list(info) != [0, 1, 1] or not np.all(np.isnan(h[1:])) or not np.all(np.isnan(tau[1:])):
+                failures.append(f"n={n}: non-finite input gave info {list(info)}")
+        # R overflows float32: info 2, NaN-filled.
+        for n in (2, 9, 32):
+            a = np.full((2, n, n), 3.0e38, dtype=np.float32)
+            a[1] = case(rng, 1, n, "dense")[0]
+            h, tau, info, _ = run(binary, "warp", 32, a)
+            if list(info) != [2, 0] or not np.all(np.isnan(h[0])):
+                failures.append(f"n={n}: overflowing R gave info {list(info)}")
     cudasim.report(f"worst sfr {worst[0]:.3g}, worst orth {worst[1]:.3g}", failures)
 
 

@@ -461,21 +461,6 @@ fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // Float32 reflectors (`Tuning::float_reflector`) in every kernel that
-    // takes them, each case on the planner's plan.
-    for on in [false, true] {
-        let t = Tuning {
-            float_reflector: on,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &DENSE_CASES,
-            format!("float reflector {on}"),
-            None,
-            &t,
-        );
-    }
     add(
         &mut variants,
         &FEW_CASES,

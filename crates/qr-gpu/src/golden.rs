@@ -236,9 +236,8 @@ fn q_modules(q: &Plan) -> Vec<Module> {
 }
 
 /// The fields of `p` its strategy's launches read, by name (`Display`
-/// leaves some out): for `smem` the whole-matrix kernel's layout and the
-/// one panel field it reads (`float_reflector`), for the panel strategies
-/// the panel plan; `graph` for both. Shape, strategy, `forced` and
+/// leaves some out): for `smem` the whole-matrix kernel's layout, for the
+/// panel strategies the panel plan; `graph` for both. Shape, strategy, `forced` and
 /// `reason` are in `Display`. The fields one strategy never reads (the
 /// panel plan of `smem`, the layout of the others) are left out, so that a
 /// plan made a sum type of the two prints the same lines. Destructured:
@@ -261,8 +260,7 @@ fn fields(p: &Plan) -> String {
     if *strategy == Strategy::Smem {
         return format!(
             "smem: tpc={tpc} threads={threads} rows={rows} \
-             lda={lda} warp={warp} float_reflector={} graph={graph}",
-            panel.float_reflector
+             lda={lda} warp={warp} graph={graph}"
         );
     }
     let PanelPlan {
@@ -271,7 +269,6 @@ fn fields(p: &Plan) -> String {
         tensor_trailing,
         rows_per_thread,
         min_threads,
-        float_reflector,
         pipelined,
         fold,
         checks_aside,
@@ -288,7 +285,6 @@ fn fields(p: &Plan) -> String {
     format!(
         "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
          rows_per_thread={rows_per_thread} min_threads={min_threads} \
-         float_reflector={float_reflector} \
          pipelined={pipelined} fold={fold} \
          checks_aside={checks_aside} tensor_warps={tensor_warps} \
          tensor_stage_depth={tensor_stage_depth} \

@@ -94,9 +94,6 @@ pub struct PanelPlan {
     /// it (`Tuning::reg_panel_alone_min_threads` on the `blocked` path with
     /// at most one matrix per SM, else 64).
     pub min_threads: u32,
-    /// Whether the shared-memory panel forms its scaled reflectors in
-    /// float32 (`Tuning::float_reflector`).
-    pub float_reflector: bool,
     /// Whether the one-barrier float32 loop software-pipelines its rows
     /// (`Tuning::panel_pipeline_max_threads`).
     pub pipelined: bool,
@@ -179,10 +176,7 @@ impl Plan {
     /// matrices, `Smem`) and its `-D` defines.
     pub(crate) fn kernel(&self) -> (&'static KernelSource, Vec<(String, String)>) {
         match self.strategy {
-            Strategy::Smem => (
-                &smem::SOURCE,
-                smem::defines(self.tpc, self.rows, self.panel.float_reflector, self.warp),
-            ),
+            Strategy::Smem => (&smem::SOURCE, smem::defines(self.tpc, self.rows, self.warp)),
             Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
                 let cluster = self.panel.meeting(self.strategy).cluster_size();
                 (
@@ -336,7 +330,6 @@ impl PanelPlan {
     /// The shared-memory panel kernel's variant this plan compiles.
     pub(crate) fn variant(&self) -> panel::Variant {
         panel::Variant {
-            f32_reflector: self.float_reflector,
             pipelined: self.pipelined,
             fold: self.fold,
         }
@@ -546,7 +539,6 @@ pub fn plan(
             tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
             rows_per_thread: 0,
             min_threads: 64,
-            float_reflector: tuning.float_reflector,
             pipelined: false,
             fold: false,
             checks_aside: tuning.checks_aside
@@ -1075,7 +1067,6 @@ mod tests {
                 vec![
                     ("SMEM_TPC".to_string(), p.tpc.to_string()),
                     ("SMEM_ROWS".to_string(), p.rows.to_string()),
-                    ("SMEM_F32RF".to_string(), "1".to_string()),
                     ("SMEM_WARP".to_string(), "0".to_string())
                 ]
             );

@@ -92,14 +92,6 @@ pub struct Tuning {
     /// it: 8 x 2048 6355.8 / 6306.8 / 6281.8, 2 x 4096 13787.7 / 13720.3 /
     /// 14026.1.
     pub reg_panel_alone_min_threads: u32,
-    /// Panel kernels and `smem` kernels: the
-    /// scaled reflectors (squared norm at least 2^-60 of a panel or matrix
-    /// scaled to [0.5, 1)) are formed in float32, as LAPACK's slarfg does,
-    /// instead of double; tiny ones keep double. On: faster on every dense
-    /// benchmark case on the H200, e.g. 20 x 32 29.9 -> 27.1 us, 40 x 176
-    /// 332.9 -> 309.0, 40 x 352 847.8 -> 815.4, 640 x 512 7043.7 -> 6911.6
-    /// (docs/history/qr-gpu-sessions.md, table "float reflector").
-    pub float_reflector: bool,
     /// `blocked` path, one-barrier loop with float32 reflectors: the row
     /// loop loads each next group of four rows before updating the current
     /// one (`PANEL_PIPE`) when at most this many panel threads share an SM
@@ -289,7 +281,6 @@ impl Default for Tuning {
             reg_panel_rows_per_thread: 2,
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
-            float_reflector: true,
             panel_pipeline_max_threads: 256,
             panel_fold: true,
             panel_fold_min_n: 0,

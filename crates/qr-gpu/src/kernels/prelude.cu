@@ -98,12 +98,12 @@ __device__ __forceinline__ ReflectorF32 scaled_reflector_f32(float alpha, float 
 // (the panels and the smem kernels redo such a norm in double).
 #define QR_TINY 8.673617379884035e-19
 
-// The reflector of a panel or matrix scaled as above: with F32, from
+// The reflector of a panel or matrix scaled as above: from
 // scaled_reflector_f32 where xn2 >= QR_TINY; else (a tiny norm, redone in
-// double by the caller, or F32 off) from make_reflector.
-template <bool F32>
+// double by the caller) from make_reflector. (Double reflectors
+// throughout were slower: docs/PERF.md.)
 __device__ __forceinline__ Reflector scaled_matrix_reflector(float alpha, double xn2) {
-    if (F32 && xn2 >= QR_TINY) {
+    if (xn2 >= QR_TINY) {
         const ReflectorF32 f = scaled_reflector_f32(alpha, (float)xn2);
         Reflector r;
         r.beta = f.beta;

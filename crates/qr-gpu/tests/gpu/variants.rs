@@ -116,28 +116,21 @@ fn run_row(g: &Arc<GpuBackend>, row: &Row) -> Result<(), Failed> {
 /// The rows, grouped by the kernels they vary.
 pub(crate) static ROWS: &[Row] = &[
     // The blocked panel of a block alone (one block barrier per
-    // reflector) with float32 reflectors (`Tuning::float_reflector`; its
-    // row loop plain and software-pipelined,
-    // `Tuning::panel_pipeline_max_threads`) and with double ones
-    // (rank-deficient and 1e-30 inputs take the double redo).
+    // reflector, float32 reflectors), its row loop plain and
+    // software-pipelined (`Tuning::panel_pipeline_max_threads`;
+    // rank-deficient and 1e-30 inputs take the double redo).
     Row {
         name: "panel_barriers",
         runs: &[
             Run {
-                label: "panel float reflector false, pipelined up to 0 threads",
-                flip: barriers::<false, 0>,
+                label: "panel pipelined up to 0 threads",
+                flip: barriers::<0>,
                 strategies: BLOCKED,
                 check: Check::Panel { seed: 1300 },
             },
             Run {
-                label: "panel float reflector true, pipelined up to 0 threads",
-                flip: barriers::<true, 0>,
-                strategies: BLOCKED,
-                check: Check::Panel { seed: 1300 },
-            },
-            Run {
-                label: "panel float reflector true, pipelined up to 1024 threads",
-                flip: barriers::<true, 1024>,
+                label: "panel pipelined up to 1024 threads",
+                flip: barriers::<1024>,
                 strategies: BLOCKED,
                 check: Check::Panel { seed: 1300 },
             },
@@ -196,25 +189,16 @@ pub(crate) static ROWS: &[Row] = &[
         ],
     },
     // The `smem` kernel that keeps the matrix in shared memory (one block
-    // barrier per column, `Tuning::smem_register_max_rows` 0; float32
-    // reflectors and double ones): the strategy tests run the default, the
-    // register kernel for small orders.
+    // barrier per column, `Tuning::smem_register_max_rows` 0): the strategy
+    // tests run the default, the register kernel for small orders.
     Row {
         name: "smem_shared_kernels",
-        runs: &[
-            Run {
-                label: "smem float reflector true, shared memory",
-                flip: smem_shared::<true>,
-                strategies: SMEM,
-                check: Check::Smem,
-            },
-            Run {
-                label: "smem float reflector false, shared memory",
-                flip: smem_shared::<false>,
-                strategies: SMEM,
-                check: Check::Smem,
-            },
-        ],
+        runs: &[Run {
+            label: "smem shared memory",
+            flip: smem_shared,
+            strategies: SMEM,
+            check: Check::Smem,
+        }],
     },
     // The register `smem` kernel beyond its default range (up to 16 rows
     // per thread at 4 and 8 threads per column).
@@ -306,17 +290,14 @@ pub(crate) static ROWS: &[Row] = &[
     },
 ];
 
-/// `panel_barriers`' tunings: float32 reflectors or double, and their row
-/// loop pipelined up to `PIPE` threads.
-fn barriers<const FLOAT: bool, const PIPE: u32>(t: &mut Tuning) {
-    t.float_reflector = FLOAT;
+/// `panel_barriers`' tunings: the row loop pipelined up to `PIPE` threads.
+fn barriers<const PIPE: u32>(t: &mut Tuning) {
     t.panel_pipeline_max_threads = PIPE;
 }
 
 /// `smem_shared_kernels`' tunings: no register kernel.
-fn smem_shared<const FLOAT: bool>(t: &mut Tuning) {
+fn smem_shared(t: &mut Tuning) {
     t.smem_register_max_rows = 0;
-    t.float_reflector = FLOAT;
 }
 
 /// `smem_registers`' tunings.

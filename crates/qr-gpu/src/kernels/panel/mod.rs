@@ -18,7 +18,6 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "PANEL_LD",
         "PANEL_CLUSTER",
         "PANEL_ONEBAR",
-        "PANEL_F32RF",
         "PANEL_PIPE",
         "PANEL_FOLD",
     ],
@@ -81,8 +80,6 @@ impl Meeting {
 /// Variants of the panel kernel beyond its block shape.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 pub(crate) struct Variant {
-    /// Scaled reflectors in float32 (`Tuning::float_reflector`).
-    pub f32_reflector: bool,
     /// The one-barrier float32 loop loads each next group of rows before
     /// updating the current one (`Tuning::panel_pipeline_max_threads`).
     pub pipelined: bool,
@@ -97,10 +94,8 @@ impl Variant {
     /// `threads`: each applies only where the kernel supports it.
     pub(crate) fn effective(self, meeting: Meeting, threads: u32) -> Variant {
         let one_barrier = meeting.one_barrier();
-        let f32_reflector = self.f32_reflector;
         Variant {
-            f32_reflector,
-            pipelined: self.pipelined && one_barrier && f32_reflector,
+            pipelined: self.pipelined && one_barrier,
             // The fold's W pass maps 4 x 4 blocks onto 64 threads at a time.
             fold: self.fold && one_barrier && threads >= 64 && threads % 64 == 0,
         }
@@ -131,10 +126,6 @@ pub(crate) fn defines(threads: u32, meeting: Meeting, variant: Variant) -> Vec<(
         (
             "PANEL_ONEBAR".to_string(),
             u8::from(meeting.one_barrier()).to_string(),
-        ),
-        (
-            "PANEL_F32RF".to_string(),
-            u8::from(v.f32_reflector).to_string(),
         ),
         ("PANEL_PIPE".to_string(), u8::from(v.pipelined).to_string()),
         ("PANEL_FOLD".to_string(), u8::from(v.fold).to_string()),

@@ -60,9 +60,6 @@
 #ifndef PANEL_ONEBAR
 #error "PANEL_ONEBAR (1: one block per matrix, one block barrier per reflector) must be defined by the plan"
 #endif
-#ifndef PANEL_F32RF
-#error "PANEL_F32RF (1: scaled reflectors in float32) must be defined by the plan"
-#endif
 #if PANEL_ONEBAR && PANEL_CLUSTER > 0
 #error "PANEL_ONEBAR is the row update of a block alone: no clusters"
 #endif
@@ -127,7 +124,7 @@ __device__ __forceinline__ void group_barrier(u32* counter, u32 target) {
 
 // The reflector a meeting forms from its totals (a tiny sum is redone in
 // double and met again, which lands here too).
-#define meet_reflector scaled_matrix_reflector<PANEL_F32RF>
+#define meet_reflector scaled_matrix_reflector
 
 // Where the blocks of one matrix meet.
 struct Meet {
@@ -303,7 +300,6 @@ __device__ __forceinline__ void update_rows(float* s, int r, int next, int first
             (R)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
 
-#if PANEL_F32RF
 // update_rows for a float32 reflector of the one-barrier loop, with each
 // row's arithmetic folded into one FMA: lane c takes A[., c] + x k with
 // k = -scale wc[c] (0 for the columns the reflector leaves alone), and lane
@@ -390,7 +386,6 @@ __device__ __forceinline__ void update_rows_f32(float* s, int r, int next, int f
     if (next >= 0)
         red[warp][lane] = (float)(((double)acc[0] + (double)acc[1]) + ((double)acc[2] + (double)acc[3]));
 }
-#endif
 
 extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, PANEL_MIN_BLOCKS)
     panel_factor_f32(float* h, const float* src, const int* __restrict__ zcol,
@@ -529,7 +524,6 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
         for (int q = 0; q < PANEL_WARPS; ++q) xs[q] = redf[par][q][lane];
         const float rv = s[r * PANEL_LD + lane];
         const float alpha = __shfl_sync(0xffffffffu, rv, r);
-#if PANEL_F32RF
         {
             // The scaled reflector in float32 (prelude.cu); the tiny and
             // unscaled ones below keep double.
@@ -551,7 +545,6 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
                 continue;
             }
         }
-#endif
         double tl = warps_sum(xs);  // this lane's column: its product with column r
         double tr = __shfl_sync(0xffffffffu, tl, r);  // ||x[1..]||^2, the same in every warp
         // tr is the same in every thread, so this branch is uniform.
@@ -716,7 +709,6 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
             // Column r is only read here (it becomes v after the barrier), so
             // the rows need no ordering among the lanes and unroll freely.
             if (lane > r && lane < w) {
-#if PANEL_F32RF
                 // Float32 reflectors fold v = x scale into the row's FMA.
                 if (fast) {
                     const float k = -(fs * wc);
@@ -726,7 +718,6 @@ extern "C" __global__ void PANEL_CLUSTER_ATTR __launch_bounds__(PANEL_THREADS, P
                         s[lr * PANEL_LD + lane] = fmaf(x, k, s[lr * PANEL_LD + lane]);
                     }
                 } else
-#endif
 #pragma unroll 4
                     for (int lr = first + warp; lr < rows; lr += PANEL_WARPS) {
                         const float x = s[lr * PANEL_LD + r];

@@ -19,7 +19,7 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "smem",
     source: concat!(include_str!("../prelude.cu"), include_str!("smem.cu")),
     entries: &[ONE_BARRIER, REGISTERS, WARP],
-    defines: &["SMEM_TPC", "SMEM_ROWS", "SMEM_F32RF", "SMEM_WARP"],
+    defines: &["SMEM_TPC", "SMEM_ROWS", "SMEM_WARP"],
 };
 
 /// Dynamic shared memory for one `n x n` matrix with the odd leading
@@ -49,23 +49,13 @@ pub(crate) fn padded_lda(n: usize, tpc: u32) -> usize {
 }
 
 /// The `-D` defines of this family for `tpc` threads per column, `rows`
-/// rows per thread of the register kernel (0 when it is not used), float32
-/// reflectors (`Tuning::float_reflector`) and the warp kernel compiled in
-/// (`warp`: only for the plans that launch it, as its unrolled steps
-/// double the module's compile time, NVRTC 13.5).
-pub(crate) fn defines(
-    tpc: u32,
-    rows: u32,
-    f32_reflector: bool,
-    warp: bool,
-) -> Vec<(String, String)> {
+/// rows per thread of the register kernel (0 when it is not used) and the
+/// warp kernel compiled in (`warp`: only for the plans that launch it, as
+/// its unrolled steps double the module's compile time, NVRTC 13.5).
+pub(crate) fn defines(tpc: u32, rows: u32, warp: bool) -> Vec<(String, String)> {
     vec![
         ("SMEM_TPC".to_string(), tpc.to_string()),
         ("SMEM_ROWS".to_string(), rows.to_string()),
-        (
-            "SMEM_F32RF".to_string(),
-            u8::from(f32_reflector).to_string(),
-        ),
         ("SMEM_WARP".to_string(), u8::from(warp).to_string()),
     ]
 }
@@ -109,11 +99,7 @@ pub(crate) fn launch(
         1.. => (REGISTERS, register_bytes(tpc, rows)),
         0 => (ONE_BARRIER, matrix_bytes(n, lda)),
     };
-    let f = engine.function(
-        &SOURCE,
-        &defines(tpc, rows, plan.panel.float_reflector, plan.warp),
-        entry,
-    )?;
+    let f = engine.function(&SOURCE, &defines(tpc, rows, plan.warp), entry)?;
     super::raise_dynamic_smem(&f, smem, entry)?;
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(plan.shape.batch())?, 1, 1),

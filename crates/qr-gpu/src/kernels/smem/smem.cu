@@ -33,9 +33,6 @@
 #error "SMEM_TPC (threads per column) must be defined by the plan"
 #endif
 
-#ifndef SMEM_F32RF
-#error "SMEM_F32RF (1: scaled reflectors in float32) must be defined by the plan"
-#endif
 #ifndef SMEM_ROWS
 #error "SMEM_ROWS (rows per thread of smem_registers_f32, 0 when it is not used) must be defined by the plan"
 #endif
@@ -217,7 +214,7 @@ extern "C" __global__ void __launch_bounds__(1024) smem_onebarrier_f32(const flo
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(pc[j], xn2);
+        const Reflector rf = scaled_matrix_reflector(pc[j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
@@ -391,7 +388,7 @@ extern "C" __global__ void __launch_bounds__(SMEM_REG_THREADS) smem_registers_f3
             }
             xn2 = block_sum_f64(q, scratch);
         }
-        const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(px[c + j], xn2);
+        const Reflector rf = scaled_matrix_reflector(px[c + j], xn2);
         if (tid == 0) {
             taum[j] = rf.tau;
             bad |= smem_nonfinite(rf.tau);
@@ -560,7 +557,7 @@ extern "C" __global__ void __launch_bounds__(32, 1) smem_warp_f32(const float* _
             for (int i = j + 1; i < 32; ++i) d += (double)x[i] * (double)x[i];
             xn2 = d;
         }
-        const Reflector rf = scaled_matrix_reflector<SMEM_F32RF>(x[j], xn2);
+        const Reflector rf = scaled_matrix_reflector(x[j], xn2);
         // Scaled, |alpha - beta| >= ||x|| >= 2^-30 unless the norm was
         // redone in double, so a float32 scale is exact to rounding.
         const bool fast = fabs(rf.scale) < 1.0e30;
