@@ -270,17 +270,12 @@ fn variants() -> Vec<Variant> {
     }
     // On/off switches, each swept off and on over its cases (the strategy
     // forced where one is named, else the planner's plans).
-    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 2] = [
-        ("fused checks", &DENSE_CASES[2..], None, |t, on| {
-            t.fused_checks = on
-        }),
-        (
-            "register panel halves",
-            &["40,352,1,dense", "40,512,1,dense"],
-            None,
-            |t, on| t.reg_panel_halves = on,
-        ),
-    ];
+    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 1] = [(
+        "register panel halves",
+        &["40,352,1,dense", "40,512,1,dense"],
+        None,
+        |t, on| t.reg_panel_halves = on,
+    )];
     for (knob, specs, strat, set) in switches {
         for on in [false, true] {
             let mut t = base.clone();

@@ -127,8 +127,14 @@ pub struct PanelPlan {
     /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
     pub lanes: u32,
     /// The kernels check H and tau for overflow as they write them
-    /// (`Tuning::fused_checks`): the register panel and the tensor-core
-    /// update without a fold.
+    /// (each marks its matrix; the NaN fill turns the marks into info),
+    /// instead of separate passes over H and tau during and after the
+    /// factorization: the register panel and the tensor-core update, without
+    /// a fold. Faster on every such case of the H200
+    /// (docs/history/qr-gpu-sessions.md, table "fused checks"), separate /
+    /// fused: 40 x 352 564.8 / 549.8 us, 640 x 512 5314.9 / 5148.4,
+    /// 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 / 5492.3, 2 x 4096
+    /// 10108.4 / 9989.6; the other plans check in separate passes.
     pub fused_checks: bool,
     /// The register panel of a block alone holds half the columns of twice
     /// the rows per thread (`Tuning::reg_panel_halves`).
@@ -691,8 +697,7 @@ pub fn plan(
         && strategy == Strategy::Blocked
         && p.panel.rows_per_thread == 1
         && !p.panel.fold;
-    p.panel.fused_checks = tuning.fused_checks
-        && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
+    p.panel.fused_checks = matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
         && p.panel.tensor_trailing
         && !p.panel.fold;

@@ -206,16 +206,6 @@ pub struct Tuning {
     pub batch_lanes: u32,
     /// Fewest matrices per SM for `batch_lanes`.
     pub batch_lanes_min_batch_per_sm: u32,
-    /// Plans on the register panel and the tensor-core update (no fold)
-    /// check H and tau for overflow as the
-    /// kernels write their final values (each marks its matrix; the NaN
-    /// fill turns the marks into info), instead of separate passes over
-    /// H and tau during and after the factorization. On: faster on every
-    /// such case of the H200 (docs/history/qr-gpu-sessions.md, table "fused checks"),
-    /// off / on: 40 x 352 564.8 / 549.8 us, 640 x 512
-    /// 5314.9 / 5148.4, 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 /
-    /// 5492.3, 2 x 4096 10108.4 / 9989.6.
-    pub fused_checks: bool,
     /// `blocked` plans whose register panel holds one row per thread (a
     /// block alone on tall panels, 40 x 352): each thread holds 16 columns
     /// of two rows instead, so the transposing butterfly sums 16 partials
@@ -298,7 +288,6 @@ impl Default for Tuning {
             tensor_row_split_min_rows: 128,
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
-            fused_checks: true,
             reg_panel_halves: false,
             tensor_l2_hints: 0,
             tensor_l2_hints_min_l2: 2,

@@ -229,27 +229,32 @@ pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The writers' overflow checks (`Tuning::fused_checks`, on): on the
-/// blocked and cluster strategies, every distribution and sizes around the
-/// panel and tile edges, bitwise equal to the separate checks, and inputs
-/// whose R overflows (in a panel, and in the R rows an update writes) are
-/// flagged `OVERFLOW` the same way, their neighbours untouched.
+/// The writers' overflow checks (`Plan`'s `fused_checks`: the register
+/// panel on the tensor-core update): on the blocked and cluster
+/// strategies, planned, the gate on sizes around the panel and tile edges
+/// and every distribution, and inputs whose R overflows (in a panel, and
+/// in the R rows an update writes) flagged `OVERFLOW` with the same info
+/// as the shared-memory panel's plan, which checks in separate passes,
+/// their neighbours untouched.
 pub(crate) fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let off = qr_gpu::Tuning {
-        fused_checks: false,
+    let separate = qr_gpu::Tuning {
+        reg_panel_rows_per_thread: 0,
         ..qr_gpu::Tuning::default()
     };
-    let on = qr_gpu::Tuning::default();
     let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
-    switch_keeps_bits(g, &off, &on, (orders, (3, 400, 0.0)), 2800, "fused checks")?;
     for s in [Strategy::Blocked, Strategy::Cluster] {
         let on = (**g).clone().with_strategy(Some(s));
         let plan = on.plan(Shape::new(3, 400)?)?;
         if !plan.panel.fused_checks {
             return Err(format!("{s}: no fused checks planned: {plan}").into());
         }
-        let sep = on.clone().with_tuning(off.clone());
-        overflow_flagged_alike(&on, &sep, &[333, 513], &format!("{s} fused checks"), true)?;
+        let sep = on.clone().with_tuning(separate.clone());
+        if sep.plan(Shape::new(3, 400)?)?.panel.fused_checks {
+            return Err(format!("{s}: the shared-memory panel's plan fuses its checks").into());
+        }
+        let label = format!("{s} fused checks");
+        gate_orders(&on, orders, 0, 2800, &label)?;
+        overflow_flagged_alike(&on, &sep, &[333, 513], &label, false)?;
     }
     Ok(())
 }
