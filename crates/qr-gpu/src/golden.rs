@@ -629,7 +629,18 @@ fn compiler(ptx: &str) -> String {
 /// for each of `PTX_ARCHS`, on every core: one line per module and
 /// architecture with a digest of the PTX text, sorted, under a header
 /// naming the compiler the PTX names.
-fn ptx_manifest() -> String {
+/// Compiles of one module at most, in [`ptx_manifest`]: NVRTC 13.5 gives
+/// the folding pipelined panel (`PANEL_FOLD=1 PANEL_PIPE=1`) one of two
+/// PTX texts, the shorter about once in 15 compiles, even serially in one
+/// process; a digest that differs from the file's is compiled again
+/// before it counts as a change.
+const PTX_TRIES: usize = 8;
+
+/// The PTX manifest; `expected`: the lines of the file to compare with
+/// (each module compiled again, up to [`PTX_TRIES`] times, until its line
+/// is one of them), or `None` to write (each module's most frequent line
+/// of three compiles).
+fn ptx_manifest(expected: Option<&BTreeSet<String>>) -> String {
     crate::probe::check_nvrtc().expect("libnvrtc");
     let m = manifest();
     let jobs: Vec<((i32, i32), &String, &Module)> = m
@@ -645,18 +656,42 @@ fn ptx_manifest() -> String {
     let done: Vec<(String, String)> = jobs
         .par_iter()
         .map(|&(arch, name, x)| {
-            let ptx = crate::nvrtc::compile_into(x.src, &x.defines, arch, &PtxCache::at(None))
-                .unwrap_or_else(|e| panic!("{name} for compute_{}{}: {e}", arch.0, arch.1));
-            let text = ptx.to_src();
-            let digest = hex(&Sha256::digest(text.as_bytes()));
-            let line = format!(
-                "compute_{}{} {name}: ptx sha256 {}, {} bytes",
-                arch.0,
-                arch.1,
-                &digest[..32],
-                text.len()
-            );
-            (line, compiler(&text))
+            let once = || {
+                let ptx = crate::nvrtc::compile_into(x.src, &x.defines, arch, &PtxCache::at(None))
+                    .unwrap_or_else(|e| panic!("{name} for compute_{}{}: {e}", arch.0, arch.1));
+                let text = ptx.to_src();
+                let digest = hex(&Sha256::digest(text.as_bytes()));
+                let line = format!(
+                    "compute_{}{} {name}: ptx sha256 {}, {} bytes",
+                    arch.0,
+                    arch.1,
+                    &digest[..32],
+                    text.len()
+                );
+                (line, compiler(&text))
+            };
+            match expected {
+                Some(lines) => {
+                    let mut got = once();
+                    for _ in 1..PTX_TRIES {
+                        if lines.contains(&got.0) {
+                            break;
+                        }
+                        got = once();
+                    }
+                    got
+                }
+                None => {
+                    let (a, b, c) = (once(), once(), once());
+                    if a.0 == b.0 || a.0 == c.0 {
+                        a
+                    } else if b.0 == c.0 {
+                        b
+                    } else {
+                        a
+                    }
+                }
+            }
         })
         .collect();
     let compilers: BTreeSet<&str> = done.iter().map(|(_, c)| c.as_str()).collect();
@@ -693,9 +728,12 @@ fn ptx_manifest() -> String {
 #[test]
 #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu --lib -- --ignored nvrtc_golden_ptx"]
 fn nvrtc_golden_ptx_digests() {
-    let now = ptx_manifest();
     let path = data(PTX);
-    if let Ok(old) = std::fs::read_to_string(&path) {
+    let old = std::fs::read_to_string(&path).ok();
+    let lines: Option<BTreeSet<String>> =
+        old.as_ref().map(|t| t.lines().map(str::to_owned).collect());
+    let now = ptx_manifest(lines.as_ref());
+    if let Some(old) = old {
         let version = |t: &str| {
             t.lines()
                 .find(|l| l.starts_with("nvrtc "))
@@ -717,5 +755,5 @@ fn nvrtc_golden_ptx_digests() {
 #[test]
 #[ignore = "needs libnvrtc; rewrites tests/data/default_ptx.txt: cargo test -p qr-gpu --lib write_golden_ptx -- --ignored"]
 fn write_golden_ptx() {
-    write(PTX, &ptx_manifest());
+    write(PTX, &ptx_manifest(None));
 }

@@ -746,12 +746,17 @@ mod tests {
         assert!(p.defines().contains(&("PREG_RPT".into(), "2".into())));
         assert!(p.defines().contains(&("PREG_HALVES".into(), "1".into())));
         // Two rows per thread (the kernel would spill), the folding panel,
-        // clusters; off by default.
+        // clusters; on by default, off on request.
         assert!(!at(640, 512, &t).panel.reg_halves);
         assert!(!at(60, 1024, &t).panel.reg_halves);
         assert!(!at(40, 176, &t).panel.reg_halves);
         assert!(!at(8, 2048, &t).panel.reg_halves);
-        assert!(!at(40, 352, &Tuning::default()).panel.reg_halves);
+        assert!(at(40, 352, &Tuning::default()).panel.reg_halves);
+        let off = Tuning {
+            reg_panel_halves: false,
+            ..Tuning::default()
+        };
+        assert!(!at(40, 352, &off).panel.reg_halves);
     }
 
     #[test]
@@ -1040,7 +1045,7 @@ mod tests {
             ..t
         };
         assert_eq!(at(40, 352, &always).panel.tensor_l2_hints, 2);
-        assert_eq!(at(640, 512, &Tuning::default()).panel.tensor_l2_hints, 0);
+        assert_eq!(at(640, 512, &Tuning::default()).panel.tensor_l2_hints, 1);
     }
 
     #[test]

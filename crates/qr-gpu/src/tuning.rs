@@ -211,10 +211,9 @@ pub struct Tuning {
     /// of two rows instead, so the transposing butterfly sums 16 partials
     /// over half a warp (15 exchanges instead of 31). SASS of the hot loop
     /// (NVRTC 13.5, 384 threads, the cold path left out): 613 instructions
-    /// per two steps against 712. Off: faster on the H100 (40 x 352 504.5
-    /// against 555.5 us, 40 x 512 872.0 against 956.4; docs/PERF.md,
-    /// "Unmeasured and losing variants"), but its GPU test has not reported
-    /// yet, and a switch goes on only with a passing test.
+    /// per two steps against 712. On: faster on the H100 (40 x 352 499
+    /// against 543 us in the benchmark set, 40 x 512 872.0 against 956.4 in
+    /// the sweep; docs/PERF.md, `reg_panel_halves`), GPU tests passing.
     pub reg_panel_halves: bool,
     /// L2 eviction priorities of the staged tensor-core update
     /// (`tensor_stage_depth` > 0): 0 none; 1 A2's second read (the update pass)
@@ -228,9 +227,9 @@ pub struct Tuning {
     /// once, plus V (ncu, run s14-run8). Only for batches of at least
     /// `tensor_l2_hints_min_l2` L2s. The policy rides on the copies' and
     /// stores' descriptors: no extra instruction per access (NVRTC 13.5
-    /// SASS). 0: with `tensor_update_reverse`, level 1 was 1 to 4% faster
-    /// on all five swept shapes on the H100 (docs/PERF.md, "Unmeasured and
-    /// losing variants"), but the GPU test `tensor_l2_hints` has not run.
+    /// SASS). 1, with `tensor_update_reverse`: 3 to 4% faster on every
+    /// large benchmark case on the H100 (docs/PERF.md, `tensor_l2_hints`),
+    /// GPU tests passing.
     pub tensor_l2_hints: u32,
     /// Fewest L2 capacities of input a batch needs for `tensor_l2_hints`:
     /// a smaller batch's trailing matrices stay in L2 from one step to the
@@ -247,9 +246,9 @@ pub struct Tuning {
     /// pass for its second read; backward, the waits range from none to two
     /// passes, which helps when one pass's traffic overflows L2 and can hurt
     /// when it fits (the L2 hints shrink it), so it is swept with them.
-    /// Each tile row is updated on its own: the same bits. Off: see
-    /// `tensor_l2_hints` (swept together, faster on the H100, GPU test not
-    /// run).
+    /// Each tile row is updated on its own: the same bits. On, with
+    /// `tensor_l2_hints` 1 (measured together; docs/PERF.md,
+    /// `tensor_l2_hints`).
     pub tensor_update_reverse: bool,
 }
 
@@ -288,10 +287,10 @@ impl Default for Tuning {
             tensor_row_split_min_rows: 128,
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
-            reg_panel_halves: false,
-            tensor_l2_hints: 0,
+            reg_panel_halves: true,
+            tensor_l2_hints: 1,
             tensor_l2_hints_min_l2: 2,
-            tensor_update_reverse: false,
+            tensor_update_reverse: true,
         }
     }
 }
