@@ -454,10 +454,21 @@ ptxas info    : Used 32 registers, used 0 barriers
             rayon::current_num_threads(),
             start.elapsed().as_secs_f64()
         );
-        // Compiled side by side, each module's PTX is the one compiled alone.
+        // Compiled side by side, each module's PTX is one compiled alone.
+        // NVRTC 13.5 gives the folding pipelined panel one of two texts
+        // (about once in 15 compiles, serially too: golden.rs, PTX_TRIES),
+        // so a differing module is compiled alone again before it fails.
         for ((src, def), alone) in mods.iter().zip(&texts[0]) {
             let (ptx, cached) = crate::nvrtc::compile_cached(src, def, (9, 0), &empty).unwrap();
-            assert!(cached && ptx.to_src() == *alone, "{}", src.family);
+            let warmed = ptx.to_src();
+            let same = warmed == *alone
+                || (0..8).any(|_| {
+                    crate::nvrtc::compile_into(src, def, (9, 0), &PtxCache::at(None))
+                        .unwrap()
+                        .to_src()
+                        == warmed
+                });
+            assert!(cached && same, "{}", src.family);
         }
     }
 
