@@ -87,7 +87,7 @@ pub use backend::{
 pub use batch::{BatchMut, BatchRef};
 pub use error::QrError;
 pub use info::Info;
-pub use q::{ApplyQ, Matrices, QrFactors, Reflectors, Side, Transpose, upper_triangle};
+pub use q::{ApplyQ, Matrices, QrFactors, Reflectors, Side, Transpose, all_finite, upper_triangle};
 pub use shape::Shape;
 
 /// Machine epsilon of `f32` as the gate uses it: `2^-23`.

@@ -95,8 +95,8 @@ impl Backend for CpuBackend {
             return Ok(());
         }
         let tuning = &self.tuning;
-        let threads = rayon::current_num_threads();
-        if tuning.batch_parallel(batch, n, n, threads) {
+        let (batch_parallel, par) = self.split(batch, n, n);
+        if batch_parallel {
             a.as_slice()
                 .par_chunks_exact(n * n)
                 .zip(h.par_chunks_exact_mut(n * n))
@@ -109,11 +109,6 @@ impl Backend for CpuBackend {
                     },
                 );
         } else {
-            let par = if threads > 1 {
-                Par::rayon(threads)
-            } else {
-                Par::Seq
-            };
             let mut ws = Workspace::new(n, tuning);
             for (((a, h), tau), info) in a
                 .as_slice()

@@ -104,7 +104,7 @@ const SCALED_NORM_EXP: i32 = 100;
 
 fn all_finite(h: &[f32], tau: &[f32]) -> bool {
     // O(n^2) beside the O(n^3) factorization.
-    crate::finite::all_finite(h) && crate::finite::all_finite(tau)
+    qr_core::all_finite(h) && qr_core::all_finite(tau)
 }
 
 fn factor_in_place(

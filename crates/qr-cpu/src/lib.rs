@@ -44,7 +44,6 @@
 
 mod backend;
 mod blocked;
-mod finite;
 mod isa;
 mod larft;
 mod orgqr;

@@ -13,7 +13,7 @@ use faer::reborrow::{Reborrow, ReborrowMut};
 use faer::{Accum, MatMut, MatRef, Par};
 use qr_core::{Info, QrError, Reflectors};
 
-use crate::finite::all_finite;
+use qr_core::all_finite;
 
 use crate::isa::multiversion;
 use crate::larft::larft_view;

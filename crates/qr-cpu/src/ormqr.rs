@@ -12,13 +12,13 @@ use faer::reborrow::ReborrowMut;
 use faer::{MatMut, MatRef, Par};
 use qr_core::{ApplyQ, Info, QrError, Reflectors, Shape, Side, Transpose};
 
-use crate::finite::all_finite;
 use crate::isa::multiversion;
 use crate::larft::larft_view;
 use crate::orgqr::{QWorkspace, copy_v};
 use crate::tuning::QTuning;
 use crate::update::{apply_block_reflector, apply_block_reflector_transposed, for_column_chunks};
 use crate::vector::axpy;
+use qr_core::all_finite;
 
 /// The scratch [`ormqr_matrix`] needs for order `n`, `op` and `k`.
 pub(crate) fn ormqr_workspace(
