@@ -1,6 +1,6 @@
-"""Checks orgqr and ormqr as qr-gpu queues them (q_prepare_f32, one
-trailing_tc_apply_f32 per 32-column block, q_finish_f32, q_transpose_f32)
-under the host emulator:
+"""Checks orgqr and ormqr as qr-gpu queues them (q_prepare_f32, then the
+blocks on chip by q_apply_f32 or one trailing_tc_apply_f32 per 32-column
+block, q_finish_f32, q_transpose_f32) under the host emulator, both ways:
 
     python3 tools/cudasim/check_q.py [--quick]
 
@@ -80,17 +80,17 @@ def main():
                 h_bad[2, n - 1, 0] = np.nan
             rng = np.random.default_rng([n, k, 7])
             qs = [q64(h[m], tau[m]) for m in range(b)]
-            for op in OPS:
+            for op, path in [(op, path) for op in OPS for path in (0, 1)]:
                 cols = n if op == 0 else k
                 binary = bins[int(n % 4 == 0 and cols % 4 == 0)]
                 left = op in (1, 2)
                 c = rng.standard_normal((b, n, k) if left else (b, k, n)).astype(np.float32)
                 arrays = [b, n, h, tau] + ([c] if op else [])
-                tag = f"{OPS[op]} n {n} k {k}"
-                raw = cudasim.run(binary, [op, k], arrays)
+                tag = f"{OPS[op]} n {n} k {k} {'on chip' if path else 'per block'}"
+                raw = cudasim.run(binary, [op, k, path], arrays)
                 shape = (b, n, n) if op == 0 else c.shape
                 out, info = cudasim.take(raw, [(shape, np.float32), ((b,), np.int32)])
-                if cudasim.run(binary, [op, k], arrays, seed=n * 100 + op + 1) != raw:
+                if cudasim.run(binary, [op, k, path], arrays, seed=n * 100 + op + 1) != raw:
                     failures.append(f"{tag}: a run in another thread order differs")
                 for m in range(b):
                     if info[m] != 0:
@@ -115,7 +115,7 @@ def main():
                     if op:
                         c_bad[1].flat[0] = np.nan  # a NaN in C is not an info
                     arrays = [b, n, h_bad, tau] + ([c_bad] if op else [])
-                    out2, info2 = cudasim.take(cudasim.run(binary, [op, k], arrays),
+                    out2, info2 = cudasim.take(cudasim.run(binary, [op, k, path], arrays),
                                                [(shape, np.float32), ((b,), np.int32)])
                     if info2[2] != 1 or not np.all(np.isnan(out2[2])):
                         failures.append(f"{tag}: NaN reflectors gave info {info2[2]}")

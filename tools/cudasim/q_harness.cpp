@@ -1,9 +1,10 @@
 // Runs orgqr / ormqr as qr-gpu queues them (crates/qr-gpu/src/q.rs: every
-// block's V and T by q_prepare_f32, one trailing_tc_apply_f32 per block,
+// block's V and T by q_prepare_f32; then either the blocks on chip by
+// q_apply_f32 (PATH 1) or one trailing_tc_apply_f32 per block (PATH 0);
 // q_finish_f32; from the right through q_transpose_f32) under the emulator
 // (tools/cudasim/check_q.py drives it; built from the q and trailing_tc
 // families with the update's TC_* defines).
-// Usage: q_harness OP K IN OUT. OP: 0 orgqr, 1 Q C, 2 Q^T C, 3 C Q, 4 C Q^T.
+// Usage: q_harness OP K PATH IN OUT. OP: 0 orgqr, 1 Q C, 2 Q^T C, 3 C Q, 4 C Q^T.
 // IN: int32 batch, n; then H (batch x n x n), tau (batch x n), C (batch x
 // n x K, read for OP > 0), float32. OUT: the result (Q, or C), then info
 // (int32 per matrix).
@@ -16,12 +17,13 @@
 static std::vector<float4> sim_buffer(size_t floats) { return std::vector<float4>(floats / 4 + 2); }
 
 int main(int argc, char** argv) {
-    if (argc != 5) {
-        std::cerr << "usage: q_harness OP K IN OUT\n";
+    if (argc != 6) {
+        std::cerr << "usage: q_harness OP K PATH IN OUT\n";
         return 2;
     }
     const int op = std::stoi(argv[1]), k = std::stoi(argv[2]);
-    std::ifstream in(argv[3], std::ios::binary);
+    const bool on_chip = std::stoi(argv[3]) != 0;
+    std::ifstream in(argv[4], std::ios::binary);
     int32_t dims[2];
     in.read(reinterpret_cast<char*>(dims), sizeof dims);
     const int batch = dims[0], n = dims[1];
@@ -59,7 +61,14 @@ int main(int argc, char** argv) {
                    (const float*)(t + kblk * 1024), (long long)kb * 1024, nrow, ntrail, w,
                    (const int*)zcol.data(), p, p + 32, (int*)nullptr);
     };
-    if (op == 0) {
+    if (op == 0 && on_chip) {
+        sim_launch(q_prepare_f32, (unsigned)(batch * kb), 256u, (const float*)h, (const float*)tau,
+                   v, vfl, t, (float*)nullptr, bad.data(), n, 0);
+        sim_launch(q_apply_f32, (unsigned)(batch * kb), 256u, (const float*)v, vfl,
+                   (const float*)t, out, (long long)n * n, n, n, n, 0);
+        sim_launch(q_finish_f32, (unsigned)batch, 256u, out, (long long)out_len,
+                   (const int*)bad.data(), (const int*)nullptr, info.data());
+    } else if (op == 0) {
         sim_launch(q_prepare_f32, (unsigned)(batch * kb), 256u, (const float*)h, (const float*)tau,
                    v, vfl, t, out, bad.data(), n, 1);
         for (int kblk = kb - 1; kblk >= 0; --kblk) {
@@ -83,10 +92,15 @@ int main(int argc, char** argv) {
             c = ct;
         }
         sim_launch(q_prepare_f32, (unsigned)(batch * kb), 256u, (const float*)h, (const float*)tau,
-                   v, vfl, t, (float*)nullptr, bad.data(), n, apply_q ? 1 : 0);
-        for (int i = 0; i < kb; ++i) {
-            const int kblk = apply_q ? kb - 1 - i : i;
-            update(c + (size_t)32 * kblk * k, (long long)n * k, k, k, kblk);
+                   v, vfl, t, (float*)nullptr, bad.data(), n, apply_q && !on_chip ? 1 : 0);
+        if (on_chip) {
+            sim_launch(q_apply_f32, (unsigned)(batch * ((k + 31) / 32)), 256u, (const float*)v, vfl,
+                       (const float*)t, c, (long long)n * k, k, k, n, apply_q ? 1 : 2);
+        } else {
+            for (int i = 0; i < kb; ++i) {
+                const int kblk = apply_q ? kb - 1 - i : i;
+                update(c + (size_t)32 * kblk * k, (long long)n * k, k, k, kblk);
+            }
         }
         if (right)
             sim_launch(q_transpose_f32, sim_dim3{(unsigned)((k + 31) / 32), (unsigned)((n + 31) / 32),
@@ -95,7 +109,7 @@ int main(int argc, char** argv) {
         sim_launch(q_finish_f32, (unsigned)batch, 256u, out, (long long)out_len,
                    (const int*)bad.data(), (const int*)cbad.data(), info.data());
     }
-    std::ofstream o(argv[4], std::ios::binary);
+    std::ofstream o(argv[5], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out), (std::streamsize)(batch * out_len * 4));
     o.write(reinterpret_cast<const char*>(info.data()), (std::streamsize)(info.size() * 4));
     return 0;

@@ -256,31 +256,48 @@ impl GpuBackend {
     /// strategy's plan here too.
     pub fn describe_op(&self, shape: Shape, op: Operation) -> Result<String, QrError> {
         let blocks = shape.n().div_ceil(crate::kernels::q::NB);
-        let update = |what: &str| -> Result<String, QrError> {
+        let info = self.engine.info();
+        let on_chip = qops::OnChip::choose(shape.n(), info.smem_per_block_optin).0;
+        let apply = |what: &str| -> Result<String, QrError> {
+            let how = if on_chip {
+                format!(
+                    "then on chip: one launch, each 32-column tile of the result in shared memory \
+                     ({} KiB) taking {what}",
+                    crate::kernels::q::apply_bytes(shape.n()) / 1024
+                )
+            } else {
+                format!(
+                    "then one tensor-core update per block, {what}, with the update settings of {}",
+                    self.q_plan(shape)?
+                )
+            };
             Ok(format!(
-                "{op} for {shape}: V and T of all {blocks} 32-column blocks in one launch, then                  one tensor-core update per block {what}, with the update settings of {};                  then the per-matrix checks",
-                self.q_plan(shape)?
+                "{op} for {shape}: V and T of all {blocks} 32-column blocks in one launch, {how}; \
+                 then the per-matrix checks"
             ))
         };
         match op {
             Operation::Geqrf => Ok(self.plan(shape)?.to_string()),
-            Operation::Orgqr => update(
+            Operation::Orgqr if on_chip => {
+                apply("its own block first, then each block left of it, last to first")
+            }
+            Operation::Orgqr => apply(
                 "last block first over Q[p.., p + 32..], the block's own columns formed with V and T",
             ),
-            Operation::Ormqr(apply) => {
-                let backward = (apply.side == qr_core::Side::Left)
-                    == (apply.transpose == qr_core::Transpose::No);
-                let order = if backward {
-                    "last block first (reflectors reversed: Q_k, not Q_k^T)"
-                } else {
-                    "first block first"
+            Operation::Ormqr(apply_q) => {
+                let backward = (apply_q.side == qr_core::Side::Left)
+                    == (apply_q.transpose == qr_core::Transpose::No);
+                let order = match (backward, on_chip) {
+                    (true, true) => "every block, last first",
+                    (true, false) => "last block first (reflectors reversed: Q_k, not Q_k^T)",
+                    (false, _) => "every block, first first",
                 };
-                let side = if apply.side == qr_core::Side::Right {
+                let side = if apply_q.side == qr_core::Side::Right {
                     ", C transposed in and out"
                 } else {
                     ""
                 };
-                update(&format!("{order}{side}"))
+                apply(&format!("{order}{side}"))
             }
             Operation::Qr => Ok(format!(
                 "qr for {shape}: geqrf ({}), then {}, then R from H",

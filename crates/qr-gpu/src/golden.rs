@@ -219,14 +219,19 @@ fn geqrf_modules(plan: &Plan) -> Vec<Module> {
 }
 
 /// The modules of `orgqr` and of `ormqr` with `C` of `n x n` under the
-/// update plan `q`: the Q kernels, and the tensor-core update variants
-/// `q`'s own update may load (its vectorized loads need rows of a multiple
-/// of 4 floats, `n` for both here, as for the geqrf update).
-fn q_modules(q: &Plan) -> Vec<Module> {
+/// update plan `q` on `device`: the Q kernels, and where the blocks are
+/// applied one per launch (the tile does not fit on chip) the tensor-core
+/// update variants `q`'s own update may load (its vectorized loads need
+/// rows of a multiple of 4 floats, `n` for both here, as for the geqrf
+/// update).
+fn q_modules(q: &Plan, device: &DeviceInfo) -> Vec<Module> {
     let mut out = vec![Module {
         src: &qk::SOURCE,
         defines: Vec::new(),
     }];
+    if crate::q::OnChip::choose(q.shape.n(), device.smem_per_block_optin).0 {
+        return out;
+    }
     out.extend(
         geqrf_modules(q)
             .into_iter()
@@ -359,7 +364,12 @@ fn manifest() -> Manifest {
                         geqrf.as_ref().map(geqrf_modules).unwrap_or_default()
                     }
                     Op::Orgqr | Op::Ormqr => {
-                        if matches!(op, Op::Ormqr) {
+                        let on_chip = crate::q::OnChip::choose(n, d.smem_per_block_optin).0;
+                        let how = if on_chip { "on chip" } else { "one update per block" };
+                        let _ = writeln!(text, "blocks applied: {how}");
+                        if on_chip {
+                            // The update plan is not read.
+                        } else if matches!(op, Op::Ormqr) {
                             let _ = writeln!(text, "update plan: orgqr's");
                         } else if let (Ok(g), Ok(u)) = (&geqrf, &q)
                             && g == u
@@ -368,17 +378,24 @@ fn manifest() -> Manifest {
                         } else {
                             plan_lines(&mut text, "update plan", &q);
                         }
-                        q.as_ref().map(q_modules).unwrap_or_default()
+                        q.as_ref().map(|q| q_modules(q, d)).unwrap_or_default()
                     }
                     Op::Qr => {
-                        for (label, p) in [("plan", &geqrf), ("update plan", &q)] {
+                        let on_chip = crate::q::OnChip::choose(n, d.smem_per_block_optin).0;
+                        let mut plans = vec![("plan", &geqrf)];
+                        if on_chip {
+                            let _ = writeln!(text, "blocks applied: on chip");
+                        } else {
+                            plans.push(("update plan", &q));
+                        }
+                        for (label, p) in plans {
                             let _ = match p {
                                 Ok(p) => writeln!(text, "{label}: {p}"),
                                 Err(e) => writeln!(text, "{label}: refused: {e}"),
                             };
                         }
                         let mut m = geqrf.as_ref().map(geqrf_modules).unwrap_or_default();
-                        m.extend(q.as_ref().map(q_modules).unwrap_or_default());
+                        m.extend(q.as_ref().map(|q| q_modules(q, d)).unwrap_or_default());
                         m
                     }
                 };

@@ -1,21 +1,29 @@
 //! `orgqr` and `ormqr` on the device, queued on the engine's stream: every
 //! 32-column block's V and T formed at once from `(H, tau)` (kernels/q),
-//! then one tensor-core update per block (trailing_tc, the geqrf plan's
-//! update settings), then the result checks.
+//! then the blocks applied, then the result checks.
+//!
+//! Two ways to apply the blocks ([`OnChip`]):
+//! - on chip, where a 32-column tile of all `n` rows fits in a block's
+//!   shared memory (`q_apply_f32`): each tile of the result takes every
+//!   block in turn and crosses global memory once each way;
+//! - otherwise one tensor-core update per block over the whole result
+//!   (trailing_tc, the geqrf plan's update settings), which streams it
+//!   through global memory twice per block.
 //!
 //! `orgqr` accumulates backwards, as LAPACK's `sorgqr`: `Q = Q_0 (Q_1 (...
-//! (Q_{K-1} I)))`, block `k` touching only `Q[p.., p..]`; its first `w`
-//! columns are the identity's under `Q_k` (formed by the prepare kernel)
-//! and the rest one update of `n - p` rows, so the whole costs about
-//! `4/3 n^3`. `ormqr` from the left runs the blocks forward for `Q^T C`
-//! and backward for `Q C`; from the right it works on `C^T`
-//! (`C op(Q) = (op(Q)^T C^T)^T`).
+//! (Q_{K-1} I)))`; block `k` changes only `Q[p.., p..]`, so tile `j` of Q
+//! takes `Q_j` to `Q_0` only, and the per-block update touches only
+//! `Q[p.., p + 32..]` (its first `w` columns are the identity's under
+//! `Q_k`, formed by the prepare kernel): about `4/3 n^3` either way.
+//! `ormqr` from the left runs the blocks forward for `Q^T C` and backward
+//! for `Q C`; from the right it works on `C^T` (`C op(Q) = (op(Q)^T
+//! C^T)^T`).
 
 use cudarc::driver::CudaStream;
 use qr_core::{ApplyQ, QrError, Shape, Side, Transpose};
 
 use crate::engine::Engine;
-use crate::kernels::q::{self, NB, Prepare};
+use crate::kernels::q::{self, Apply, NB, Prepare};
 use crate::kernels::trailing_tc;
 use crate::plan::PanelPlan;
 
@@ -36,6 +44,20 @@ pub(crate) struct QOperands {
     /// One code per matrix, or 0 to leave the codes unwritten (`qr`, whose
     /// codes are geqrf's).
     pub info: u64,
+}
+
+/// Whether the blocks are applied on chip, one 32-column tile of the
+/// result per block in shared memory: wherever the tile of order `n` fits
+/// the device's `smem_optin` bytes a block.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct OnChip(pub bool);
+
+impl OnChip {
+    /// The choice for order `n` on a device allowing `smem_optin` bytes of
+    /// shared memory a block.
+    pub(crate) fn choose(n: usize, smem_optin: usize) -> Self {
+        Self(q::apply_fits(n, smem_optin))
+    }
 }
 
 /// Which operation [`run`] queues.
@@ -81,6 +103,7 @@ pub(crate) fn run(
             ),
         });
     }
+    let on_chip = OnChip::choose(n, engine.info().smem_per_block_optin).0;
     let per = (MAX_V_FLOATS / q::v_floats(n).max(1)).clamp(1, batch);
     let out_len = n * k;
     let mut ws = engine.workspace();
@@ -92,8 +115,10 @@ pub(crate) fn run(
         let flags = ws.qflags.ensure(stream, 3 * mats)?;
         let (bad, cbad, zcol) = (flags, flags + 4 * mats as u64, flags + 8 * mats as u64);
         engine.memset_u32(stream, bad, 0, mats)?;
-        // No column is known to be zero: the update skips nothing.
-        engine.memset_u32(stream, zcol, i32::MAX as u32, mats)?;
+        if !on_chip {
+            // No column is known to be zero: the update skips nothing.
+            engine.memset_u32(stream, zcol, i32::MAX as u32, mats)?;
+        }
         let at = |base: u64, per_matrix: usize| base + (mat0 * per_matrix * 4) as u64;
         let (h, tau, out, info) = (
             at(ops.h, n * n),
@@ -109,6 +134,27 @@ pub(crate) fn run(
             mats,
         };
         match op {
+            QOp::Orgqr if on_chip => {
+                let prep = Prepare {
+                    h,
+                    tau,
+                    v,
+                    t,
+                    q: 0,
+                    bad,
+                };
+                q::prepare(engine, stream, prep, n, mats, false)?;
+                q::apply(
+                    engine,
+                    stream,
+                    (v, t, out),
+                    (n * n, n, n),
+                    n,
+                    mats,
+                    Apply::Form,
+                )?;
+                q::finish(engine, stream, (out, out_len), (bad, 0, info), mats)?;
+            }
             QOp::Orgqr => {
                 let prep = Prepare {
                     h,
@@ -146,7 +192,8 @@ pub(crate) fn run(
                     }
                 };
                 // Q^T C = Q_{K-1}^T ... Q_0^T C: blocks forward, the update
-                // as it is; Q C = Q_0 ... Q_{K-1} C: backward, reversed.
+                // as it is; Q C = Q_0 ... Q_{K-1} C: backward, with Q_k
+                // (on chip T for T^T; per block the reflectors reversed).
                 let reverse = transpose == Transpose::No;
                 let prep = Prepare {
                     h,
@@ -156,15 +203,20 @@ pub(crate) fn run(
                     q: 0,
                     bad,
                 };
-                q::prepare(engine, stream, prep, n, mats, reverse)?;
-                let order: Vec<usize> = if reverse {
-                    (0..q::blocks(n)).rev().collect()
+                q::prepare(engine, stream, prep, n, mats, reverse && !on_chip)?;
+                if on_chip {
+                    let mode = if reverse { Apply::Q } else { Apply::Qt };
+                    q::apply(engine, stream, (v, t, c), (n * k, k, k), n, mats, mode)?;
                 } else {
-                    (0..q::blocks(n)).collect()
-                };
-                for kb in order {
-                    let a2 = c + ((kb * NB * k) * 4) as u64;
-                    blocks.update(engine, stream, update, kb, (a2, (n * k, k, k)))?;
+                    let order: Vec<usize> = if reverse {
+                        (0..q::blocks(n)).rev().collect()
+                    } else {
+                        (0..q::blocks(n)).collect()
+                    };
+                    for kb in order {
+                        let a2 = c + ((kb * NB * k) * 4) as u64;
+                        blocks.update(engine, stream, update, kb, (a2, (n * k, k, k)))?;
+                    }
                 }
                 if apply.side == Side::Right {
                     q::transpose(engine, stream, (c, out), (n, k), mats)?;

@@ -60,13 +60,20 @@ fn q_orgqr_orders(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// All four products, `k` narrower, equal and wider than `n`, off the
-/// 16-byte vectors too.
+/// All four products, `k` narrower than and equal to `n`, off the 16-byte
+/// vectors too; on chip up to n = 1000, per block past the tile's limit
+/// (n = 1500 on a device of 227 KiB a block).
 fn q_ormqr_products(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (i, &(n, k)) in [(5, 3), (33, 1), (100, 7), (176, 176), (513, 36), (1000, 33)]
-        .iter()
-        .enumerate()
-    {
+    let orders = [
+        (5, 3),
+        (33, 1),
+        (100, 7),
+        (176, 176),
+        (513, 36),
+        (1000, 33),
+        (1500, 40),
+    ];
+    for (i, &(n, k)) in orders.iter().enumerate() {
         let case = Case::ALL_QR_V2[(i + 3) % Case::ALL_QR_V2.len()];
         let x = factored(g, batch_for(n), n, case, 60 + i as u64);
         // k <= n: a prefix of one more dense batch of the same shape.

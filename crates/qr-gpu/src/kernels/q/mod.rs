@@ -15,6 +15,10 @@
 //! - `q_upper_f32(h, r, info, n)`: grid `(slices, batch)`.
 //! - `q_transpose_f32(src, dst, rows, cols)`: grid `(ceil(cols/32),
 //!   ceil(rows/32), batch)`, block 256.
+//! - `q_apply_f32(v, v_stride, t, c, c_stride, ld, cols, n, mode)`: grid
+//!   `batch * ceil(cols / 32)`, block `THREADS`, [`apply_bytes`]`(n)` bytes
+//!   of dynamic shared memory; `v` and `t` as `q_prepare_f32` writes them
+//!   with `reverse` 0; `mode` an [`Apply`].
 
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
@@ -28,6 +32,7 @@ const FINISH: &str = "q_finish_f32";
 const SCAN: &str = "q_scan_f32";
 const UPPER: &str = "q_upper_f32";
 const TRANSPOSE: &str = "q_transpose_f32";
+const APPLY: &str = "q_apply_f32";
 
 /// Threads per block of every kernel but the transpose (`Q_THREADS`).
 const THREADS: u32 = 256;
@@ -35,7 +40,7 @@ const THREADS: u32 = 256;
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "q",
     source: concat!(include_str!("../prelude.cu"), include_str!("q.cu")),
-    entries: &[PREPARE, FINISH, SCAN, UPPER, TRANSPOSE],
+    entries: &[PREPARE, FINISH, SCAN, UPPER, TRANSPOSE, APPLY],
     defines: &[],
 };
 
@@ -205,6 +210,79 @@ pub(crate) fn transpose(
     Ok(())
 }
 
+/// What `q_apply_f32` does to each 32-column tile it holds (`mode`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Apply {
+    /// `orgqr`: tile `j` of `Q`, formed from the identity's columns by
+    /// `Q_j`, ..., `Q_0`.
+    Form = 0,
+    /// `Q C`: `Q_{K-1}` first.
+    Q = 1,
+    /// `Q^T C`: `Q_0^T` first.
+    Qt = 2,
+}
+
+/// Static shared memory of `q_apply_f32`: eight warps' 32 x 32 partials and
+/// three 32 x 33 buffers (W, `op(T) W`, T).
+const APPLY_STATIC_BYTES: usize = (8 * 1024 + 3 * 32 * 33) * 4;
+
+/// Dynamic shared memory of `q_apply_f32` for order `n`: the tile, all `n`
+/// rows (rounded up to 16) of 32 floats.
+pub(crate) fn apply_bytes(n: usize) -> usize {
+    n.next_multiple_of(16) * NB * 4
+}
+
+/// Whether `q_apply_f32`'s tile of order `n` fits in the `optin` bytes of
+/// shared memory a block may have.
+pub(crate) fn apply_fits(n: usize, optin: usize) -> bool {
+    apply_bytes(n) + APPLY_STATIC_BYTES <= optin
+}
+
+/// Applies every block of reflectors of `mats` matrices of order `n` (V
+/// and T at `v` and `t`, from [`prepare`] without `reverse`) to the
+/// `cols` columns of each `c` (`c_stride` floats apart, leading dimension
+/// `ld`), 32 columns a block held in shared memory, as `mode` says.
+pub(crate) fn apply(
+    engine: &Engine,
+    stream: &CudaStream,
+    (v, t, c): (u64, u64, u64),
+    (c_stride, ld, cols): (usize, usize, usize),
+    n: usize,
+    mats: usize,
+    mode: Apply,
+) -> Result<(), QrError> {
+    let f = engine.function(&SOURCE, &[], APPLY)?;
+    let bytes = apply_bytes(n);
+    super::raise_dynamic_smem(&f, bytes, APPLY)?;
+    let tiles = cols.div_ceil(NB);
+    let cfg = LaunchConfig {
+        grid_dim: (grid_dim(mats.saturating_mul(tiles))?, 1, 1),
+        block_dim: (THREADS, 1, 1),
+        shared_mem_bytes: bytes as u32,
+    };
+    let (v_stride, c_stride) = (v_floats(n) as i64, c_stride as i64);
+    let (ld, cols, n_i, mode) = (int(ld)?, int(cols)?, int(n)?, mode as i32);
+    let mut b = stream.launch_builder(&f);
+    b.arg(&v)
+        .arg(&v_stride)
+        .arg(&t)
+        .arg(&c)
+        .arg(&c_stride)
+        .arg(&ld)
+        .arg(&cols)
+        .arg(&n_i)
+        .arg(&mode);
+    // SAFETY: for each of the `mats` matrices the kernel reads its V area
+    // (v_floats(n) floats at v_stride) and its blocks(n) T factors, and
+    // reads and writes rows 0..n, columns 0..cols of its C (c_stride
+    // floats apart, leading dimension ld), all inside buffers the caller
+    // sized for `mats` matrices; its dynamic shared memory is
+    // `apply_bytes(n)`, within the limit just raised (the caller checked
+    // `apply_fits`).
+    unsafe { b.launch(cfg) }.ctx("launching q_apply_f32")?;
+    Ok(())
+}
+
 fn per_matrix(mats: usize) -> Result<LaunchConfig, QrError> {
     Ok(LaunchConfig {
         grid_dim: (grid_dim(mats)?, 1, 1),
@@ -235,5 +313,19 @@ mod tests {
             // trailing_tc reads V with 16-byte loads.
             assert_eq!(v_floats(n) % 4, 0);
         }
+    }
+
+    #[test]
+    fn the_on_chip_tile_fits_up_to_its_limit() {
+        // 227 KiB a block (sm_90): up to n = 1456.
+        let optin = 232_448;
+        assert!(apply_fits(512, optin));
+        assert!(apply_fits(1024, optin));
+        assert!(apply_fits(1456, optin));
+        assert!(!apply_fits(1457, optin));
+        assert!(!apply_fits(2048, optin));
+        // 99 KiB (sm_86): n = 432 at most.
+        assert!(apply_fits(432, 101_376));
+        assert!(!apply_fits(433, 101_376));
     }
 }

@@ -198,3 +198,274 @@ extern "C" __global__ void __launch_bounds__(256)
         if (r < cols && c < rows) dst[off + (long long)r * rows + c] = tile[tx][i];
     }
 }
+
+// ---- blocks of reflectors applied to column tiles held on chip ----
+//
+// q_apply_f32 gives each block one 32-column tile of the result (all n
+// rows, in shared memory) and applies every block of reflectors to it in
+// turn, so the tile crosses global memory once each way, where applying
+// one block to the whole result at a time (trailing_tc per block) streams
+// it through global memory twice per block. Each step is the tensor-core
+// update of trailing_tc at the same accuracy (float32 operands split into
+// tf32 hi + lo, three products, each 16-row slab's partial added in
+// float32), with the same fragment layouts (trailing_tc.cu's header):
+//   W  = V^T X   the warps split the rows in 16-row slabs, each keeps a
+//                32 x 32 partial; the partials meet in a fixed order;
+//   W2 = op(T) W in float32 FMAs (op(T) = T applies Q_k, T^T applies Q_k^T);
+//   X -= V W2    each warp holds W2 as mma operands and streams its 16-row
+//                tiles of V and X through it.
+
+#define QA_WARPS (Q_THREADS / 32)
+
+struct alignas(16) q_f4 {
+    float x[4];
+};
+
+// Unit u (four columns) of tile row r lives at unit u ^ q_swz(r): the W
+// pass's quarter-warps read units {2k, 2k + 1} of four consecutive rows,
+// the update's units 4c + 0..3 of rows r, r + 1 (r even), both eight
+// distinct units, so neither has a bank conflict.
+__device__ __forceinline__ int q_swz(int row) { return ((row & 1) << 2) | (row & 2); }
+
+__device__ __forceinline__ q_f4& q_unit(float* xs, int row, int u) {
+    return *reinterpret_cast<q_f4*>(xs + row * 32 + 4 * (u ^ q_swz(row)));
+}
+
+__device__ __forceinline__ q_f4 q_zero4() {
+    q_f4 r;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) r.x[i] = 0.0f;
+    return r;
+}
+
+// Four V values of block-relative row `r` (zeros at and past `nrow`).
+__device__ __forceinline__ q_f4 q_v4(const float* __restrict__ vk, int r, int nrow, int col) {
+    return r < nrow ? *reinterpret_cast<const q_f4*>(vk + (long long)r * 32 + col) : q_zero4();
+}
+
+__device__ __forceinline__ void q_split(float x, unsigned& hi, unsigned& lo) {
+    hi = qr_tf32(x);
+    lo = qr_f32_bits(x - qr_bits_f32(hi));  // the tensor cores read its top 19 bits
+}
+
+__device__ __forceinline__ void q_mma3(float (&d)[4], const unsigned (&ahi)[4],
+                                       const unsigned (&alo)[4], const unsigned (&bhi)[2],
+                                       const unsigned (&blo)[2]) {
+    qr_mma_tf32(d, alo, bhi);
+    qr_mma_tf32(d, ahi, blo);
+    qr_mma_tf32(d, ahi, bhi);
+}
+
+// Moves the tile between global memory (`g`, leading dimension `ld`,
+// columns 0..cols-1 of it, rows 0..n-1) and shared memory, in 16-byte
+// units where `vec` (every row 16-byte aligned), else column by column.
+template <bool store>
+__device__ __forceinline__ void q_tile_copy(float* xs, float* g, int ld, int n, int cols, bool vec,
+                                            int tid) {
+    for (int e = tid; e < n * 8; e += Q_THREADS) {
+        const int r = e >> 3, u = e & 7, c = 4 * u;
+        q_f4& s = q_unit(xs, r, u);
+        float* gr = g + (long long)r * ld + c;
+        if (vec && c + 4 <= cols) {
+            if (store)
+                *reinterpret_cast<q_f4*>(gr) = s;
+            else
+                s = *reinterpret_cast<const q_f4*>(gr);
+        } else {
+#pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                if (store) {
+                    if (c + i < cols) gr[i] = s.x[i];
+                } else {
+                    s.x[i] = c + i < cols ? gr[i] : 0.0f;
+                }
+            }
+        }
+    }
+}
+
+// Grid: batch * tiles (tiles = ceil(cols / 32)), the tiles of one matrix
+// neighbours (they read the same V from L2), the widest-reaching first;
+// block Q_THREADS; dynamic shared memory 128 * round_up(n, 16) bytes.
+// mode 0 (orgqr): c is Q (ld n, cols n); tile j starts as the identity's
+// columns and takes Q_j, ..., Q_0 (the later blocks leave those columns
+// alone). mode 1 (Q C) and 2 (Q^T C): c is C (n x cols, leading dimension
+// ld), updated in place: Q_{K-1} first with T, or Q_0^T first with T^T.
+// v and t as q_prepare_f32 writes them with reverse 0.
+extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
+    q_apply_f32(const float* __restrict__ v, long long v_stride, const float* __restrict__ t,
+                float* c, long long c_stride, int ld, int cols, int n, int mode) {
+    extern __shared__ __attribute__((aligned(16))) float q_dyn[];
+    __shared__ __attribute__((aligned(16))) float part[QA_WARPS][32 * 32];
+    __shared__ float wsum[32][33];
+    __shared__ float w2s[32][33];
+    __shared__ float ts[32][33];
+    const int tiles = (cols + 31) / 32, kb = (n + 31) / 32;
+    const int m = blockIdx.x / tiles, j = tiles - 1 - (int)(blockIdx.x % tiles);
+    const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
+    const int n16 = (n + 15) & ~15, c0 = 32 * j, width = min(32, cols - c0);
+    float* xs = q_dyn;
+    float* cm = c + (long long)m * c_stride + c0;
+    const bool vec = ld % 4 == 0 && (reinterpret_cast<unsigned long long>(c) & 15) == 0;
+
+    if (mode == 0) {
+        for (int e = tid; e < n16 * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
+        __syncthreads();
+        if (tid < width) xs[(c0 + tid) * 32 + 4 * ((tid >> 2) ^ q_swz(c0 + tid)) + (tid & 3)] = 1.0f;
+    } else {
+        for (int e = n * 8 + tid; e < n16 * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
+        q_tile_copy<false>(xs, cm, ld, n, width, vec, tid);
+    }
+    __syncthreads();
+
+    const int first = mode == 2 ? 0 : mode == 0 ? j : kb - 1;
+    const int steps = mode == 0 ? j + 1 : kb;
+    for (int s = 0; s < steps; ++s) {
+        const int k = mode == 2 ? first + s : first - s;
+        const int p = 32 * k, nrow = n - p;
+        const float* vk = v + m * v_stride + 32LL * ((long long)k * n - 16LL * k * (k - 1));
+        const float* tk = t + ((long long)m * kb + k) * 1024;
+        for (int e = tid; e < 1024; e += Q_THREADS) ts[e >> 5][e & 31] = tk[e];
+        // Rows of X that can be non-zero: orgqr's tile holds only its
+        // identity rows before Q_j, and nothing in rows p..p+31 after it
+        // until Q_k writes them.
+        const int lo = mode == 0 && k < j ? p + 32 : p;
+        const int hi = mode == 0 && k == j ? min(n, p + 32) : n;
+
+        float acc[2][4][4];
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+        for (int r0 = lo + 16 * warp; r0 < hi; r0 += 16 * QA_WARPS) {
+            q_f4 vv[2][2], xx[2][2];
+#pragma unroll
+            for (int sl = 0; sl < 2; ++sl)
+#pragma unroll
+                for (int e = 0; e < 2; ++e) {
+                    const int row = r0 + 8 * sl + 4 * e + tq;
+                    vv[sl][e] = q_v4(vk, row - p, nrow, 4 * g);
+                    xx[sl][e] = q_unit(xs, row, g);
+                }
+            float d[2][4][4];
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) d[mt][nt][i] = 0.0f;
+#pragma unroll
+            for (int sl = 0; sl < 2; ++sl) {
+                unsigned ahi[2][4], alo[2][4];
+#pragma unroll
+                for (int mt = 0; mt < 2; ++mt) {
+                    q_split(vv[sl][0].x[2 * mt], ahi[mt][0], alo[mt][0]);
+                    q_split(vv[sl][0].x[2 * mt + 1], ahi[mt][1], alo[mt][1]);
+                    q_split(vv[sl][1].x[2 * mt], ahi[mt][2], alo[mt][2]);
+                    q_split(vv[sl][1].x[2 * mt + 1], ahi[mt][3], alo[mt][3]);
+                }
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt) {
+                    unsigned bhi[2], blo[2];
+                    q_split(xx[sl][0].x[nt], bhi[0], blo[0]);
+                    q_split(xx[sl][1].x[nt], bhi[1], blo[1]);
+#pragma unroll
+                    for (int mt = 0; mt < 2; ++mt) q_mma3(d[mt][nt], ahi[mt], alo[mt], bhi, blo);
+                }
+            }
+#pragma unroll
+            for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                    for (int i = 0; i < 4; ++i) acc[mt][nt][i] += d[mt][nt][i];
+        }
+        // Each lane's 32 partials in its own layout (conflict-free), summed
+        // over the warps in warp order.
+#pragma unroll
+        for (int mt = 0; mt < 2; ++mt)
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) part[warp][(16 * mt + 4 * nt + i) * 32 + lane] = acc[mt][nt][i];
+        __syncthreads();
+        for (int e = tid; e < 1024; e += Q_THREADS) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int w = 0; w < QA_WARPS; ++w) sum += part[w][e];
+            // acc[mt][nt][2h + i] of lane (g, tq) is W[4g + 2mt + h][4(2tq + i) + nt].
+            const int idx = e >> 5, ln = e & 31, mt = idx >> 4, nt = (idx >> 2) & 3;
+            const int h = (idx >> 1) & 1, i = idx & 1;
+            wsum[4 * (ln >> 2) + 2 * mt + h][4 * (2 * (ln & 3) + i) + nt] = sum;
+        }
+        __syncthreads();
+        for (int e = tid; e < 1024; e += Q_THREADS) {
+            const int a = e >> 5, col = e & 31;
+            float sum = 0.0f;
+            if (mode == 2) {
+                for (int b = 0; b <= a; ++b) sum = fmaf(ts[b][a], wsum[b][col], sum);
+            } else {
+                for (int b = a; b < 32; ++b) sum = fmaf(ts[a][b], wsum[b][col], sum);
+            }
+            w2s[a][col] = sum;
+        }
+        __syncthreads();
+        // W2 as the update's B operands: step ks, n-tile nt of lane (g, tq)
+        // is reflectors 16(ks/2) + 4tq + 2(ks%2) + {0, 1}, column
+        // 16(nt/2) + 4(g/2) + 2(nt%2) + g%2.
+        unsigned bhi[4][4][2], blo[4][4][2];
+#pragma unroll
+        for (int ks = 0; ks < 4; ++ks)
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt) {
+                const int r = 16 * (ks >> 1) + 4 * tq + 2 * (ks & 1);
+                const int col = 16 * (nt >> 1) + 4 * (g >> 1) + 2 * (nt & 1) + (g & 1);
+                q_split(w2s[r][col], bhi[ks][nt][0], blo[ks][nt][0]);
+                q_split(w2s[r + 1][col], bhi[ks][nt][1], blo[ks][nt][1]);
+            }
+        for (int i0 = p + 16 * warp; i0 < n; i0 += 16 * QA_WARPS) {
+            q_f4 vq[2][2], xq[2][2];
+#pragma unroll
+            for (int h = 0; h < 2; ++h)
+#pragma unroll
+                for (int cc = 0; cc < 2; ++cc) {
+                    const int row = i0 + g + 8 * h;
+                    vq[h][cc] = q_v4(vk, row - p, nrow, 16 * cc + 4 * tq);
+                    xq[h][cc] = q_unit(xs, row, 4 * cc + tq);
+                }
+            float d[4][4];
+#pragma unroll
+            for (int nt = 0; nt < 4; ++nt)
+#pragma unroll
+                for (int i = 0; i < 4; ++i) d[nt][i] = 0.0f;
+#pragma unroll
+            for (int ks = 0; ks < 4; ++ks) {
+                const int cc = ks >> 1, jj = 2 * (ks & 1);
+                unsigned ahi[4], alo[4];
+                q_split(vq[0][cc].x[jj], ahi[0], alo[0]);
+                q_split(vq[1][cc].x[jj], ahi[1], alo[1]);
+                q_split(vq[0][cc].x[jj + 1], ahi[2], alo[2]);
+                q_split(vq[1][cc].x[jj + 1], ahi[3], alo[3]);
+#pragma unroll
+                for (int nt = 0; nt < 4; ++nt) q_mma3(d[nt], ahi, alo, bhi[ks][nt], blo[ks][nt]);
+            }
+            // d[nt][ci] is row g + 8(ci/2), column 16(nt/2) + 4tq + 2(nt%2) + ci%2.
+#pragma unroll
+            for (int h = 0; h < 2; ++h) {
+                const int row = i0 + g + 8 * h;
+                if (row >= n) continue;  // padding rows stay zero
+#pragma unroll
+                for (int cc = 0; cc < 2; ++cc) {
+                    q_f4 o = xq[h][cc];
+#pragma unroll
+                    for (int jj = 0; jj < 4; ++jj) o.x[jj] -= d[2 * cc + (jj >> 1)][2 * h + (jj & 1)];
+                    q_unit(xs, row, 4 * cc + tq) = o;
+                }
+            }
+        }
+        __syncthreads();
+    }
+    q_tile_copy<true>(xs, cm, ld, n, width, vec, tid);
+}
