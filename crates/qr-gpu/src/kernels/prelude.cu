@@ -314,6 +314,56 @@ __device__ __forceinline__ void qr_mma_tf32(float (&d)[4], const unsigned (&a)[4
 #endif
 }
 
+// ---- 16-row slabs of 32 floats in shared memory, and cp.async (sm_80+) ----
+
+// A slab row is eight 16-byte units; unit u of row r lives at unit
+// u ^ qr_swz(r). The tensor-core W passes' quarter-warps read units
+// {2k, 2k + 1} of four consecutive rows, the updates' units 4c + 0..3 of
+// rows r, r + 1 (r even): with swz(r) = 4 (r & 1) | (r & 2) both touch
+// eight distinct units, so neither has a bank conflict.
+__device__ __forceinline__ int qr_swz(int row) { return ((row & 1) << 2) | (row & 2); }
+
+// A shared-memory pointer as the 32-bit address cp.async takes.
+__device__ __forceinline__ unsigned qr_smem_u32(const void* p) {
+#ifdef CUDASIM
+    return sim_smem_u32(p);
+#else
+    unsigned r;
+    asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(r) : "l"(p));
+    return r;
+#endif
+}
+
+// 16 bytes from global `src` to shared address `dst`; the `bytes` (0..16)
+// first of them are read, the rest written as zeros.
+__device__ __forceinline__ void qr_cp16(unsigned dst, const float* src, int bytes) {
+#ifdef CUDASIM
+    sim_cp_async16(dst, src, bytes, 0);
+#else
+    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
+                 "r"(bytes)
+                 : "memory");
+#endif
+}
+
+__device__ __forceinline__ void qr_cp_commit() {
+#ifdef CUDASIM
+    sim_cp_commit();
+#else
+    asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
+
+// Waits until at most `ahead` of this thread's groups are pending.
+template <int ahead>
+__device__ __forceinline__ void qr_cp_wait() {
+#ifdef CUDASIM
+    sim_cp_wait(ahead);
+#else
+    asm volatile("cp.async.wait_group %0;" ::"n"(ahead) : "memory");
+#endif
+}
+
 // Thread-block cluster helpers (sm_90 and later; compiled only there, so
 // that the prelude stays valid for older architectures).
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900

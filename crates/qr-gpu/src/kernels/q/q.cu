@@ -214,6 +214,10 @@ extern "C" __global__ void __launch_bounds__(256)
 //   W2 = op(T) W in float32 FMAs (op(T) = T applies Q_k, T^T applies Q_k^T);
 //   X -= V W2    each warp holds W2 as mma operands and streams its 16-row
 //                tiles of V and X through it.
+// Each warp's 16-row slabs of V pass through a ring of two slots in shared
+// memory (the space of its W partial, free in both passes), copied by
+// cp.async a slab ahead of their use, so the loads from L2 overlap the
+// tensor-core work.
 
 #define QA_WARPS (Q_THREADS / 32)
 
@@ -221,14 +225,10 @@ struct alignas(16) q_f4 {
     float x[4];
 };
 
-// Unit u (four columns) of tile row r lives at unit u ^ q_swz(r): the W
-// pass's quarter-warps read units {2k, 2k + 1} of four consecutive rows,
-// the update's units 4c + 0..3 of rows r, r + 1 (r even), both eight
-// distinct units, so neither has a bank conflict.
-__device__ __forceinline__ int q_swz(int row) { return ((row & 1) << 2) | (row & 2); }
-
+// Unit u (four columns) of tile row r lives at unit u ^ qr_swz(r)
+// (prelude.cu: the passes' reads are free of bank conflicts).
 __device__ __forceinline__ q_f4& q_unit(float* xs, int row, int u) {
-    return *reinterpret_cast<q_f4*>(xs + row * 32 + 4 * (u ^ q_swz(row)));
+    return *reinterpret_cast<q_f4*>(xs + row * 32 + 4 * (u ^ qr_swz(row)));
 }
 
 __device__ __forceinline__ q_f4 q_zero4() {
@@ -238,9 +238,21 @@ __device__ __forceinline__ q_f4 q_zero4() {
     return r;
 }
 
-// Four V values of block-relative row `r` (zeros at and past `nrow`).
-__device__ __forceinline__ q_f4 q_v4(const float* __restrict__ vk, int r, int nrow, int col) {
-    return r < nrow ? *reinterpret_cast<const q_f4*>(vk + (long long)r * 32 + col) : q_zero4();
+// Copies V's 16-row slab from block-relative row `r` (zeros at and past
+// `nrow`) into the ring slot at shared address `slot`, swizzled as the
+// tile, and commits the copies as one group: each lane four 16-byte units,
+// unit lane % 8 of rows lane / 8 + 4i.
+__device__ __forceinline__ void q_stage_v(unsigned slot, const float* __restrict__ vk, int r,
+                                          int nrow, int lane) {
+    const int rr = lane >> 3, u = lane & 7;
+#pragma unroll
+    for (int i = 0; i < 4; ++i) {
+        const int row = rr + 4 * i;
+        const bool in = r + row < nrow;
+        qr_cp16(slot + 4 * (row * 32 + 4 * (u ^ qr_swz(row))),
+                in ? vk + (long long)(r + row) * 32 + 4 * u : vk, in ? 16 : 0);
+    }
+    qr_cp_commit();
 }
 
 __device__ __forceinline__ void q_split(float x, unsigned& hi, unsigned& lo) {
@@ -311,7 +323,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
     if (mode == 0) {
         for (int e = tid; e < n16 * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
         __syncthreads();
-        if (tid < width) xs[(c0 + tid) * 32 + 4 * ((tid >> 2) ^ q_swz(c0 + tid)) + (tid & 3)] = 1.0f;
+        if (tid < width) xs[(c0 + tid) * 32 + 4 * ((tid >> 2) ^ qr_swz(c0 + tid)) + (tid & 3)] = 1.0f;
     } else {
         for (int e = n * 8 + tid; e < n16 * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
         q_tile_copy<false>(xs, cm, ld, n, width, vec, tid);
@@ -339,15 +351,28 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
             for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
-        for (int r0 = lo + 16 * warp; r0 < hi; r0 += 16 * QA_WARPS) {
+        float* ring = part[warp];
+        const unsigned ring_at = qr_smem_u32(ring);
+        if (lo + 16 * warp < hi) q_stage_v(ring_at, vk, lo + 16 * warp - p, nrow, lane);
+        int it = 0;
+        for (int r0 = lo + 16 * warp; r0 < hi; r0 += 16 * QA_WARPS, ++it) {
+            const int next = r0 + 16 * QA_WARPS;
+            if (next < hi) {
+                q_stage_v(ring_at + 2048 * ((it + 1) & 1), vk, next - p, nrow, lane);
+                qr_cp_wait<1>();
+            } else {
+                qr_cp_wait<0>();
+            }
+            __syncwarp();
+            const float* slot = ring + 512 * (it & 1);
             q_f4 vv[2][2], xx[2][2];
 #pragma unroll
             for (int sl = 0; sl < 2; ++sl)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
-                    const int row = r0 + 8 * sl + 4 * e + tq;
-                    vv[sl][e] = q_v4(vk, row - p, nrow, 4 * g);
-                    xx[sl][e] = q_unit(xs, row, g);
+                    const int row = 8 * sl + 4 * e + tq;
+                    vv[sl][e] = *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (g ^ qr_swz(row)));
+                    xx[sl][e] = q_unit(xs, r0 + row, g);
                 }
             float d[2][4][4];
 #pragma unroll
@@ -381,9 +406,10 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
                 for (int nt = 0; nt < 4; ++nt)
 #pragma unroll
                     for (int i = 0; i < 4; ++i) acc[mt][nt][i] += d[mt][nt][i];
+            __syncwarp();  // the slot is read before it is staged again
         }
         // Each lane's 32 partials in its own layout (conflict-free), summed
-        // over the warps in warp order.
+        // over the warps in warp order; the ring's copies have all landed.
 #pragma unroll
         for (int mt = 0; mt < 2; ++mt)
 #pragma unroll
@@ -401,15 +427,20 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
             wsum[4 * (ln >> 2) + 2 * mt + h][4 * (2 * (ln & 3) + i) + nt] = sum;
         }
         __syncthreads();
-        for (int e = tid; e < 1024; e += Q_THREADS) {
-            const int a = e >> 5, col = e & 31;
-            float sum = 0.0f;
-            if (mode == 2) {
-                for (int b = 0; b <= a; ++b) sum = fmaf(ts[b][a], wsum[b][col], sum);
-            } else {
-                for (int b = a; b < 32; ++b) sum = fmaf(ts[a][b], wsum[b][col], sum);
+        {
+            // Rows warp + 8i of W2, four independent sums over all 32 terms
+            // (T's zeros outside its upper triangle add exact zeros).
+            float sum[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+            for (int b = 0; b < 32; ++b) {
+                const float w = wsum[b][lane];
+#pragma unroll
+                for (int i = 0; i < 4; ++i) {
+                    const int a = warp + QA_WARPS * i;
+                    sum[i] = fmaf(mode == 2 ? ts[b][a] : ts[a][b], w, sum[i]);
+                }
             }
-            w2s[a][col] = sum;
+#pragma unroll
+            for (int i = 0; i < 4; ++i) w2s[warp + QA_WARPS * i][lane] = sum[i];
         }
         __syncthreads();
         // W2 as the update's B operands: step ks, n-tile nt of lane (g, tq)
@@ -425,15 +456,26 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
                 q_split(w2s[r][col], bhi[ks][nt][0], blo[ks][nt][0]);
                 q_split(w2s[r + 1][col], bhi[ks][nt][1], blo[ks][nt][1]);
             }
-        for (int i0 = p + 16 * warp; i0 < n; i0 += 16 * QA_WARPS) {
+        if (p + 16 * warp < n) q_stage_v(ring_at, vk, 16 * warp, nrow, lane);
+        it = 0;
+        for (int i0 = p + 16 * warp; i0 < n; i0 += 16 * QA_WARPS, ++it) {
+            const int next = i0 + 16 * QA_WARPS;
+            if (next < n) {
+                q_stage_v(ring_at + 2048 * ((it + 1) & 1), vk, next - p, nrow, lane);
+                qr_cp_wait<1>();
+            } else {
+                qr_cp_wait<0>();
+            }
+            __syncwarp();
+            const float* slot = ring + 512 * (it & 1);
             q_f4 vq[2][2], xq[2][2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int cc = 0; cc < 2; ++cc) {
-                    const int row = i0 + g + 8 * h;
-                    vq[h][cc] = q_v4(vk, row - p, nrow, 16 * cc + 4 * tq);
-                    xq[h][cc] = q_unit(xs, row, 4 * cc + tq);
+                    const int row = g + 8 * h, u = 4 * cc + tq;
+                    vq[h][cc] = *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (u ^ qr_swz(row)));
+                    xq[h][cc] = q_unit(xs, i0 + row, u);
                 }
             float d[4][4];
 #pragma unroll
@@ -464,6 +506,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
                     q_unit(xs, row, 4 * cc + tq) = o;
                 }
             }
+            __syncwarp();  // the slot is read before it is staged again
         }
         __syncthreads();
     }

@@ -483,36 +483,9 @@ __device__ __forceinline__ void tc_update_tile(const tc_tile& tl,
 // __syncwarp orders the copies and their readers. Rows past nrow and
 // columns past the tile's edge are zero-filled by the copy itself.
 //
-// A row is eight 16-byte units; unit u of row r lives at u ^ tc_swz(r).
-// The W pass's quarter-warps read units {2k, 2k + 1} of four consecutive
-// rows, the update's read units 4c + 0..3 of two rows r, r + 1 with r
-// even: with swz(r) = 4 (r & 1) | (r & 2) both touch eight distinct units,
-// so neither pass has a bank conflict.
-__device__ __forceinline__ int tc_swz(int row) { return ((row & 1) << 2) | (row & 2); }
-
-__device__ __forceinline__ unsigned tc_smem_u32(const void* p) {
-#ifdef CUDASIM
-    return sim_smem_u32(p);
-#else
-    unsigned r;
-    asm("{ .reg .u64 g; cvta.to.shared.u64 g, %1; cvt.u32.u64 %0, g; }" : "=r"(r) : "l"(p));
-    return r;
-#endif
-}
-
-// 16 bytes from global `src` to shared address `dst`; the `bytes` (0..16)
-// first of them are read, the rest written as zeros.
-__device__ __forceinline__ void tc_cp16(unsigned dst, const float* src, int bytes) {
-#ifdef CUDASIM
-    sim_cp_async16(dst, src, bytes, 0);
-#else
-    asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;" ::"r"(dst), "l"(src),
-                 "r"(bytes)
-                 : "memory");
-#endif
-}
-
-// As tc_cp16, the copy's L2 lines taking the eviction policy `pol`
+// A row is eight 16-byte units; unit u of row r lives at u ^ qr_swz(r)
+// (prelude.cu: neither pass has a bank conflict).
+// As qr_cp16, the copy's L2 lines taking the eviction policy `pol`
 // (TC_L2HINT).
 __device__ __forceinline__ void tc_cp16_hint(unsigned dst, const float* src, int bytes,
                                              unsigned long long pol) {
@@ -534,24 +507,7 @@ __device__ __forceinline__ void tc_cp16_a(unsigned dst, const float* src, int by
     else if (apol == 2)
         tc_cp16_hint(dst, src, bytes, tc_policy_evict_last());
     else
-        tc_cp16(dst, src, bytes);
-}
-
-__device__ __forceinline__ void tc_cp_commit() {
-#ifdef CUDASIM
-    sim_cp_commit();
-#else
-    asm volatile("cp.async.commit_group;" ::: "memory");
-#endif
-}
-
-// Waits until at most TC_STAGE - 1 of this thread's groups are pending.
-__device__ __forceinline__ void tc_cp_wait_ahead() {
-#ifdef CUDASIM
-    sim_cp_wait(TC_STAGE - 1);
-#else
-    asm volatile("cp.async.wait_group %0;" ::"n"(TC_STAGE - 1) : "memory");
-#endif
+        qr_cp16(dst, src, bytes);
 }
 
 // One thread's share of staging a warp's 16-row slabs: unit u = lane % 8 of
@@ -578,7 +534,7 @@ __device__ __forceinline__ tc_stager tc_stager_at(unsigned dyn, const float* __r
                                                   int ncols, int w, int lane) {
     const int rr = lane >> 3, u = lane & 7;
     tc_stager st;
-    st.dst = dyn + 4 * (rr * 32 + 4 * (u ^ tc_swz(rr)));
+    st.dst = dyn + 4 * (rr * 32 + 4 * (u ^ qr_swz(rr)));
     st.vsrc = vm + (r0 + rr) * TC_NB + 4 * u;
     st.asrc = as + (long long)(r0 + rr) * lda + 4 * u;
     st.lda4 = 4LL * lda;
@@ -602,14 +558,14 @@ __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool
     if (st.rows > 12) {  // all four rows exist: every slab but the last
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
-            tc_cp16(vd + 512 * i, st.vsrc + 4 * TC_NB * i, vbytes);
+            qr_cp16(vd + 512 * i, st.vsrc + 4 * TC_NB * i, vbytes);
             if (a_too) tc_cp16_a<apol>(ad + 512 * i, st.asrc + i * st.lda4, abytes);
         }
     } else {
 #pragma unroll
         for (int i = 0; i < 4; ++i) {
             const bool in = 4 * i < st.rows;
-            tc_cp16(vd + 512 * i, in ? st.vsrc + 4 * TC_NB * i : vm, in ? vbytes : 0);
+            qr_cp16(vd + 512 * i, in ? st.vsrc + 4 * TC_NB * i : vm, in ? vbytes : 0);
             if (a_too)
                 tc_cp16_a<apol>(ad + 512 * i, in ? st.asrc + i * st.lda4 : as, in ? abytes : 0);
         }
@@ -620,7 +576,7 @@ __device__ __forceinline__ void tc_stage(tc_stager& st, int voff, int aoff, bool
 }
 
 __device__ __forceinline__ tc_f4 tc_lds4(const float* rowp, int row, int u) {
-    return *reinterpret_cast<const tc_f4*>(rowp + 4 * (u ^ tc_swz(row)));
+    return *reinterpret_cast<const tc_f4*>(rowp + 4 * (u ^ qr_swz(row)));
 }
 
 // The W pass's slab from shared memory (tc_load_slab's layout): V at
@@ -766,14 +722,14 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
     // Where slot q's A2 slab lives (offset, pointer).
     auto a_off = [&](int q) { return ring_off + q * kSlot + kSlab; };
     auto a_at = [&](int q) { return tc_dyn + a_off(q); };
-    const unsigned dyn = tc_smem_u32(tc_dyn);
+    const unsigned dyn = qr_smem_u32(tc_dyn);
     const int nslab = nrow > warp * 16 ? (nrow - warp * 16 + kRowStep - 1) / kRowStep : 0;
     tc_stager st = tc_stager_at(dyn, vm, as, lda, warp * 16, nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
             tc_stage<kRowStep, kFirstRead>(st, ring_off + k * kSlot, a_off(k), true, vm, as);
-        tc_cp_commit();
+        qr_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int r0 = warp * 16 + k * kRowStep, ahead = k + TC_STAGE - 1;
@@ -781,8 +737,8 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         // Slot qa was last read at slab k - 1, before its __syncwarp.
         if (ahead < nslab)
             tc_stage<kRowStep, kFirstRead>(st, ring_off + qa * kSlot, a_off(qa), true, vm, as);
-        tc_cp_commit();
-        tc_cp_wait_ahead();  // slab k's group (the (k + 1)-th) has landed
+        qr_cp_commit();
+        qr_cp_wait<TC_STAGE - 1>();  // slab k's group (the (k + 1)-th) has landed
         __syncwarp();  // every lane's copies of slab k before any lane reads them
         tc_slab cur;
         tc_slab_from_smem(cur, ring + qk * kSlot, a_at(qk), g, tq);
@@ -976,7 +932,7 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)
             tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + k * kSlot, a_off(k), true, vm, as);
-        tc_cp_commit();
+        qr_cp_commit();
     }
     for (int k = 0; k < nslab; ++k) {
         const int i0 = slab_row(k), ahead = k + TC_STAGE - 1;
@@ -984,8 +940,8 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
         if (ahead < nslab)
             tc_stage<kTileStep, kLastRead, kDir>(st, ring_off + qa * kSlot, a_off(qa), true, vm,
                                                  as);
-        tc_cp_commit();
-        tc_cp_wait_ahead();
+        qr_cp_commit();
+        qr_cp_wait<TC_STAGE - 1>();
         __syncwarp();  // every lane's copies of slab k before any lane reads them
         tc_tile tl;
         tc_tile_from_smem(tl, ring + qk * kSlot, a_at(qk), g, tq);
