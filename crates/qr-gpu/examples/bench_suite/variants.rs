@@ -1,93 +1,8 @@
-//! Times the 14 benchmark shapes on the GPU engine and the cuSOLVER peer with
-//! the device-event bench, gating a capped slice of each case first.
-//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [--sweep [--only KNOB,KNOB] [--once SPEC]]`
+//! The sweep's rows: each tuning knob's values on the shapes it matters
+//! for, listed without a device so that tests can plan and compile them.
 
-use std::time::Duration;
-
-use qr_core::{Backend, BenchOptions, Shape, geqrf};
-use qr_gpu::peers::CusolverBackend;
-use qr_gpu::{GpuBackend, Strategy, Tuning};
-use qr_verify::{Spec, benchmark_set, generate, geomean};
-
-fn inputs_for(sp: &Spec, max: usize) -> Vec<Vec<f32>> {
-    let bytes = sp.batch * sp.n * sp.n * 4;
-    let count = ((256usize << 20) / bytes).clamp(1, max);
-    (0..count).map(|i| generate(sp, 1000 + i as u64)).collect()
-}
-
-fn main() -> Result<(), Box<dyn std::error::Error>> {
-    let peer = !std::env::args().any(|a| a == "--no-peer");
-    let gpu = GpuBackend::new(0)?;
-    println!("{}", gpu.describe());
-    if std::env::args().any(|a| a == "--sweep") {
-        return sweep(&gpu);
-    }
-    let cus = if peer {
-        Some(CusolverBackend::new(0)?)
-    } else {
-        None
-    };
-    let opts = BenchOptions {
-        warmup: 1,
-        min_reps: 5,
-        max_reps: 20,
-        target_rel_error: 0.01,
-        budget: Duration::from_secs(3),
-        flush_bytes: 256 << 20,
-    };
-    let peer_opts = BenchOptions {
-        min_reps: 2,
-        max_reps: 3,
-        budget: Duration::from_secs(2),
-        ..opts.clone()
-    };
-    let shapes = benchmark_set()
-        .iter()
-        .map(Spec::shape)
-        .collect::<Result<Vec<_>, _>>()?;
-    gpu.prepare(&shapes)?;
-    let (mut ours, mut theirs) = (Vec::new(), Vec::new());
-    println!(
-        "| case | plan | gpu (us) | rel err | cusolver (us) | speed-up | gate sfr / orth (first 8 matrices) |"
-    );
-    println!("|---|---|---|---|---|---|---|");
-    for sp in benchmark_set() {
-        let shape = Shape::new(sp.batch, sp.n)?;
-        let inputs = inputs_for(&sp, 50);
-        let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
-        // Gate the first 8 matrices of the first input (untimed).
-        let cap = sp.batch.min(8);
-        let small = Shape::new(cap, sp.n)?;
-        let a0 = &inputs[0][..cap * sp.n * sp.n];
-        let f = geqrf(&gpu, small, a0)?;
-        let rep = qr_verify::check(small, a0, &f.h, &f.tau)?;
-        let t = gpu.bench(shape, &views, &opts)?;
-        let us = t.mean.as_secs_f64() * 1e6;
-        ours.push(us);
-        let (cs, speed) = match &cus {
-            Some(c) => {
-                let ct = c.bench(shape, &views[..1], &peer_opts)?;
-                let cus_us = ct.mean.as_secs_f64() * 1e6;
-                theirs.push(cus_us);
-                (format!("{cus_us:.1}"), format!("{:.1}x", cus_us / us))
-            }
-            None => ("-".into(), "-".into()),
-        };
-        println!(
-            "| {sp} | {} | {us:.1} | {:.3} | {cs} | {speed} | {:.3} / {:.3}{} |",
-            gpu.plan(shape)?.strategy,
-            t.rel_error,
-            rep.worst_sfr(),
-            rep.worst_orth(),
-            if rep.meets_bar() { "" } else { " FAIL" }
-        );
-    }
-    println!("geomean gpu {:.1} us", geomean(ours.iter().copied()));
-    if !theirs.is_empty() {
-        println!("geomean cusolver {:.1} us", geomean(theirs.iter().copied()));
-    }
-    Ok(())
-}
+use qr_gpu::{Strategy, Tuning};
+use qr_verify::Spec;
 
 /// Cases the cluster variants are compared on (forced `cluster`).
 const CLUSTER_CASES: [&str; 4] = [
@@ -148,7 +63,7 @@ fn add(
 
 /// Every sweep row: the tuning variants on the shapes each knob matters
 /// for (no device needed to list them).
-fn variants() -> Vec<Variant> {
+pub(super) fn variants() -> Vec<Variant> {
     let base = Tuning::default();
     let mut variants: Vec<Variant> = Vec::new();
     for tpc in [1u32, 2, 4, 8] {
@@ -554,103 +469,10 @@ fn variants() -> Vec<Variant> {
 /// The planner's plan of sweep row `v` on `device`; `None` where the
 /// planner refuses it (a forced strategy that does not fit), which the
 /// sweep prints as a row not run.
-fn variant_plan(v: &Variant, device: &qr_gpu::DeviceInfo) -> Option<qr_gpu::Plan> {
+pub(super) fn variant_plan(v: &Variant, device: &qr_gpu::DeviceInfo) -> Option<qr_gpu::Plan> {
     let (sp, _, strat, tuning) = v;
     let shape = sp.parse::<Spec>().ok()?.shape().ok()?;
     qr_gpu::plan(shape, device, tuning, *strat).ok()
-}
-
-/// Times tuning variants on the shapes each knob matters for.
-fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> {
-    let mut variants = variants();
-    let opts = BenchOptions {
-        warmup: 1,
-        min_reps: 3,
-        max_reps: 10,
-        target_rel_error: 0.02,
-        budget: Duration::from_secs(2),
-        flush_bytes: 256 << 20,
-    };
-    // `--only A,B` keeps the variants whose knob mentions A or B.
-    let args: Vec<String> = std::env::args().collect();
-    if let Some(only) = args
-        .iter()
-        .position(|a| a == "--only")
-        .and_then(|i| args.get(i + 1))
-    {
-        variants.retain(|v| only.split(',').any(|o| v.1.contains(o)));
-    }
-    // `--once SPEC`: one factorization of SPEC per remaining variant, untimed
-    // (for a profiler that records every kernel of it).
-    if let Some(once) = args
-        .iter()
-        .position(|a| a == "--once")
-        .and_then(|i| args.get(i + 1))
-    {
-        let spec: Spec = once.parse()?;
-        let shape = Shape::new(spec.batch, spec.n)?;
-        let a = generate(&spec, 1000);
-        for (_, knob, strat, tuning) in variants.iter().filter(|v| v.0 == once.as_str()) {
-            let b = gpu
-                .clone()
-                .with_tuning(tuning.clone())
-                .with_strategy(*strat);
-            let f = geqrf(&b, shape, &a)?;
-            println!(
-                "| {once} | {knob} | {} | once, info ok: {} |",
-                b.plan(shape)?,
-                f.all_ok()
-            );
-        }
-        return Ok(());
-    }
-    // Every variant's kernels compiled up front on every core (kept in the
-    // on-disk PTX cache), not one module at a time between timings.
-    let start = std::time::Instant::now();
-    let plans: Vec<_> = variants
-        .iter()
-        .filter_map(|v| variant_plan(v, gpu.device()))
-        .collect();
-    // A module that fails here fails its variants' rows below, not the sweep.
-    match gpu.prepare_plans(&plans) {
-        Ok(compiled) => println!(
-            "compiled {compiled} kernel modules ahead for {} plans in {:.1} s",
-            plans.len(),
-            start.elapsed().as_secs_f64()
-        ),
-        Err(e) => println!("compiling ahead failed, variants compile as they run: {e}"),
-    }
-    // Group by case so that each case's inputs are generated once.
-    variants.sort_by_key(|v| v.0);
-    println!("| case | knob | plan | us |");
-    println!("|---|---|---|---|");
-    let mut cache: Option<(String, Vec<Vec<f32>>)> = None;
-    for (sp, knob, strat, tuning) in variants {
-        let spec: Spec = sp.parse()?;
-        let shape = Shape::new(spec.batch, spec.n)?;
-        if cache.as_ref().is_none_or(|(k, _)| k != sp) {
-            cache = Some((sp.to_string(), inputs_for(&spec, 8)));
-        }
-        let inputs = &cache.as_ref().expect("set").1;
-        let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
-        let b = gpu.clone().with_tuning(tuning).with_strategy(strat);
-        // A variant the device cannot run is a row of the table, not the end.
-        let (plan, t) = match b
-            .plan(shape)
-            .and_then(|p| Ok((p, b.bench(shape, &views, &opts)?)))
-        {
-            Ok(x) => x,
-            Err(e) => {
-                println!("| {sp} | {knob} | not run: {e} | |");
-                continue;
-            }
-        };
-        println!(
-            "| {sp} | {knob} | {plan} | {:.1} |",
-            t.mean.as_secs_f64() * 1e6
-        );
-    }
-    Ok(())
 }
 
 #[cfg(test)]

@@ -1,0 +1,294 @@
+//! The planner: the strategy for a shape on a device (or a forced one,
+//! checked), then the launch parameters that strategy takes there.
+
+use qr_core::{QrError, Shape};
+
+use super::fit::{has_clusters, panel_fit_rows, smem_fit_n};
+use super::smem_layout::smem_layout;
+use super::{PanelPlan, Plan, Strategy};
+use crate::kernels::{panel, trailing_tc};
+use crate::probe::DeviceInfo;
+use crate::tuning::Tuning;
+
+/// Cluster size for `shape` on `device`: the largest power of two up to
+/// `tuning.cluster_max_blocks` that the batch leaves SMs for, with at least
+/// `tuning.cluster_min_rows` rows per block, and enough blocks to hold a
+/// panel in their shared memory. `None` when no cluster size fits.
+fn cluster_size(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Option<u32> {
+    let n = shape.n().max(1);
+    let max = tuning.cluster_max_blocks.clamp(1, 8) as usize;
+    let need = n.div_ceil(panel_fit_rows(device).max(1));
+    if need > max {
+        return None;
+    }
+    let fill =
+        (device.sm_count * tuning.cluster_blocks_per_sm.max(1)) as usize / shape.batch().max(1);
+    let by_rows = n / tuning.cluster_min_rows.max(1);
+    let mut k = 2;
+    while k * 2 <= max.min(fill).min(by_rows) {
+        k *= 2;
+    }
+    Some(k.max(need.next_power_of_two()).min(max) as u32).filter(|&k| k >= need as u32)
+}
+
+/// Whether `cluster` is the choice for few matrices: a panel too tall for
+/// one block needs one; otherwise the cluster must have at least
+/// `Tuning::cluster_min_blocks` blocks of fewer than
+/// `Tuning::cluster_max_block_rows` rows each, or the one-barrier panel
+/// of a block alone is faster (table "few matrices").
+fn cluster_pays(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> bool {
+    let Some(k) = cluster_size(shape, device, tuning) else {
+        return false;
+    };
+    let n = shape.n();
+    n > panel_fit_rows(device)
+        || (k >= tuning.cluster_min_blocks
+            && n.div_ceil(k as usize) < tuning.cluster_max_block_rows)
+}
+
+/// Warps per tensor-update block: `Tuning::tensor_warps` when it is 4 or 8,
+/// else 4 once the first trailing update (after one 32-column panel) fills
+/// the SMs' resident 8-warp blocks `tensor_warps4_min_waves` times over:
+/// with that many waves the smaller blocks' finer grain wins, with few the
+/// 8-warp blocks' wider row split does.
+fn tensor_warps(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> u32 {
+    match tuning.tensor_warps {
+        4 => 4,
+        8 => 8,
+        _ => {
+            let tiles = shape.n().saturating_sub(32).div_ceil(trailing_tc::BN);
+            let blocks = shape.batch().saturating_mul(tiles);
+            let slots = (device.sm_count * trailing_tc::resident_blocks(8)).max(1) as usize;
+            if blocks >= slots.saturating_mul(tuning.tensor_warps4_min_waves as usize) {
+                4
+            } else {
+                8
+            }
+        }
+    }
+}
+
+/// Chooses (or checks a forced) strategy for `shape` on `device`.
+pub fn plan(
+    shape: Shape,
+    device: &DeviceInfo,
+    tuning: &Tuning,
+    forced: Option<Strategy>,
+) -> Result<Plan, QrError> {
+    let n = shape.n();
+    let smem_n = smem_fit_n(device);
+    let panel_rows = panel_fit_rows(device);
+    let (strategy, reason) = match forced {
+        Some(s) => (s, "forced by the caller".to_string()),
+        None if n <= smem_n.min(tuning.smem_max_n) => (
+            Strategy::Smem,
+            format!(
+                "n <= {} fits one block's shared memory",
+                smem_n.min(tuning.smem_max_n)
+            ),
+        ),
+        None if has_clusters(device)
+            && n > smem_n.min(tuning.smem_max_n)
+            && shape.batch() * 2 <= device.sm_count as usize
+            && n >= 2 * tuning.cluster_min_rows
+            && cluster_pays(shape, device, tuning) =>
+        {
+            (
+                Strategy::Cluster,
+                format!(
+                    "{} matrices leave SMs idle: each panel's rows split over a cluster",
+                    shape.batch()
+                ),
+            )
+        }
+        None if n <= panel_rows => (
+            Strategy::Blocked,
+            format!("a {n}-row panel fits one block's shared memory (<= {panel_rows} rows)"),
+        ),
+        None => (
+            Strategy::Large,
+            format!("a {n}-row panel exceeds one block's {panel_rows} rows"),
+        ),
+    };
+    let mut p = Plan {
+        shape,
+        strategy,
+        forced: forced.is_some(),
+        tpc: 1,
+        threads: 32,
+        rows: 0,
+        lda: 0,
+        warp: false,
+        panel: PanelPlan {
+            threads: tuning.blocked_panel_threads,
+            groups: 1,
+            tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
+            rows_per_thread: 0,
+            min_threads: 64,
+            pipelined: false,
+            fold: false,
+            checks_aside: tuning.checks_aside
+                && shape.a_bytes() as u64
+                    >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64,
+            tensor_warps: tensor_warps(shape, device, tuning),
+            tensor_stage_depth: tuning.tensor_stage_depth,
+            tensor_l2_hints: if shape.a_bytes() as u64
+                >= u64::from(tuning.tensor_l2_hints_min_l2) * device.l2_bytes as u64
+            {
+                tuning.tensor_l2_hints
+            } else {
+                0
+            },
+            tensor_update_reverse: tuning.tensor_update_reverse,
+            tensor_row_split: if has_clusters(device) {
+                tuning.tensor_row_split
+            } else {
+                0
+            },
+            tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
+            lanes: 1,
+            fused_checks: false,
+            reg_halves: false,
+        },
+        graph: false,
+        reason,
+    };
+    match strategy {
+        Strategy::Smem => {
+            if n > smem_n {
+                return Err(QrError::Unsupported {
+                    message: format!(
+                        "strategy smem needs the whole matrix in shared memory: n = {n} > {smem_n} on {}",
+                        device.name
+                    ),
+                });
+            }
+            let l = smem_layout(n, device, tuning);
+            (p.tpc, p.threads, p.rows, p.lda, p.warp) = (l.tpc, l.threads, l.rows, l.lda, l.warp);
+        }
+        Strategy::Blocked => {
+            if n > panel_rows {
+                return Err(QrError::Unsupported {
+                    message: format!(
+                        "strategy blocked holds a whole panel in one block: n = {n} > {panel_rows} rows on {}",
+                        device.name
+                    ),
+                });
+            }
+            // At most one matrix per SM: each panel block has its SM alone.
+            let alone = shape.batch() <= device.sm_count as usize;
+            let tall = alone && n >= tuning.blocked_tall_panel_rows;
+            if tall {
+                p.panel.threads = tuning.blocked_tall_panel_threads;
+            }
+            // A block alone on its SM: the pipelined loop pays where its
+            // warps are too few to hide the row loop's latency.
+            p.panel.pipelined = alone && p.panel.threads <= tuning.panel_pipeline_max_threads;
+            // Alone too: the fold's extra shared memory is free there, and
+            // its launch saved is on the chain; where the fold and the panel
+            // fit a block's shared memory together (`bytes` in all).
+            let fold_fits = |bytes: usize| {
+                tuning.panel_fold
+                    && alone
+                    && n >= tuning.panel_fold_min_n
+                    && bytes <= device.smem_per_block_optin
+            };
+            let smem_fold_bytes = panel::Variant {
+                fold: true,
+                ..Default::default()
+            }
+            .fold_bytes(panel::Meeting::Alone, p.panel.threads, n);
+            p.panel.fold =
+                fold_fits(n * panel::NB * 4 + smem_fold_bytes + panel::FOLD_STATIC_BYTES);
+            // The register panel: for tall panels of a block alone with the
+            // tall panels' block size (as many rows per thread as that
+            // takes), and elsewhere where the shared-memory panel does not
+            // fold. The folding shared-memory panel was faster below the
+            // tall panels (40 x 176), the register panel without a fold
+            // from them on (40 x 352, one row per thread; table "register
+            // panel"). The register panel does not fold.
+            let reg = if p.panel.fold && !tall {
+                None
+            } else {
+                tuning.reg_panel_for(n, tall)
+            };
+            if let Some((threads, rpt)) = reg {
+                p.panel.threads = threads;
+                p.panel.rows_per_thread = rpt;
+                p.panel.fold = false;
+                if alone {
+                    p.panel.min_threads = tuning.reg_panel_alone_min_threads;
+                }
+            }
+        }
+        Strategy::Cluster => {
+            if !has_clusters(device) {
+                return Err(QrError::Unsupported {
+                    message: format!(
+                        "strategy cluster needs thread-block clusters (sm_90+), which {} lacks",
+                        device.name
+                    ),
+                });
+            }
+            let k = cluster_size(shape, device, tuning).ok_or_else(|| QrError::Unsupported {
+                message: format!(
+                    "a {n}-row panel does not fit the shared memory of a {}-block cluster on {}",
+                    tuning.cluster_max_blocks, device.name
+                ),
+            })?;
+            p.panel.threads = tuning.cluster_panel_threads;
+            p.panel.groups = k;
+            if let Some(threads) = tuning.reg_panel_threads_for(n.div_ceil(k as usize)) {
+                p.panel.threads = threads;
+                p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
+            }
+        }
+        Strategy::Large => {
+            if !device.cooperative_launch {
+                return Err(QrError::Unsupported {
+                    message: format!(
+                        "strategy large needs cooperative launches, which {} lacks",
+                        device.name
+                    ),
+                });
+            }
+            let (min_rows, max_rows) = tuning.large_rows_per_block;
+            let max_rows = max_rows.min(panel_rows).max(1);
+            let fewest = n.div_ceil(max_rows).max(1);
+            let most = n.div_ceil(min_rows.max(1)).max(fewest);
+            let fill = (device.sm_count as usize).div_ceil(shape.batch().max(1));
+            p.panel.threads = tuning.large_panel_threads;
+            p.panel.groups = fill.clamp(fewest, most) as u32;
+        }
+    }
+    // Graphs: the chains of the blocked and cluster paths on the tensor-core
+    // update (cuBLAS and cooperative launches stay outside them), not beside
+    // the low-priority checks stream (forked inside the capture, it was not
+    // faster: docs/PERF.md).
+    p.graph = tuning.graphs
+        // Graph node priorities (graph.rs) came with CUDA 11.7.
+        && device.driver_version >= 11070
+        && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
+        && p.panel.tensor_trailing
+        && !p.panel.checks_aside;
+    // Halves: one row per thread only (at two, the kernel's 128 registers
+    // spill, NVRTC 13.5).
+    p.panel.reg_halves = tuning.reg_panel_halves
+        && strategy == Strategy::Blocked
+        && p.panel.rows_per_thread == 1
+        && !p.panel.fold;
+    p.panel.fused_checks = matches!(strategy, Strategy::Blocked | Strategy::Cluster)
+        && p.panel.rows_per_thread > 0
+        && p.panel.tensor_trailing
+        && !p.panel.fold;
+    // Lanes: batches of several matrices per SM outside graphs (a graph's
+    // key holds lane 0's scratch only).
+    if strategy == Strategy::Blocked
+        && !p.graph
+        && (shape.batch() as u64)
+            >= u64::from(tuning.batch_lanes_min_batch_per_sm) * u64::from(device.sm_count)
+    {
+        p.panel.lanes = tuning.batch_lanes.clamp(1, crate::engine::MAX_LANES as u32);
+    }
+    Ok(p)
+}

@@ -1,0 +1,70 @@
+//! The `smem` strategy's block shape and kernel for one matrix order: kept
+//! apart from the strategy choice, which only needs the layout's result.
+
+use crate::kernels::smem;
+use crate::probe::DeviceInfo;
+use crate::tuning::Tuning;
+
+/// Block shape and kernel of the `smem` kernels for one matrix order.
+pub(super) struct SmemLayout {
+    /// Threads per column.
+    pub(super) tpc: u32,
+    /// Threads per block.
+    pub(super) threads: u32,
+    /// Rows per thread of the register kernel, 0 for the kernels that keep
+    /// the matrix in shared memory.
+    pub(super) rows: u32,
+    /// Shared-memory leading dimension of those kernels.
+    pub(super) lda: u32,
+    /// The warp kernel (`Tuning::smem_warp_max_n`): one warp per matrix of
+    /// order at most 32, no shared-memory matrix and no rows field.
+    pub(super) warp: bool,
+}
+
+/// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the
+/// warp kernel up to `tuning.smem_warp_max_n`, the register kernel while
+/// its rows per thread stay within `tuning.smem_register_max_rows`, else
+/// the matrix in shared memory, with the one-barrier kernel's
+/// conflict-free padding where it fits.
+pub(super) fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
+    if n <= tuning.smem_warp_max_n.min(smem::WARP_MAX_N) {
+        return SmemLayout {
+            tpc: 1,
+            threads: 32,
+            rows: 0,
+            lda: 0,
+            warp: true,
+        };
+    }
+    let tpc = tuning.smem_tpc_for(n);
+    let mut l = SmemLayout {
+        tpc,
+        threads: (n.max(1) * tpc as usize).next_multiple_of(32).min(1024) as u32,
+        rows: 0,
+        lda: 0,
+        warp: false,
+    };
+    if let Some((rows, threads)) = smem_registers(n, tpc)
+        && rows <= tuning.smem_register_max_rows
+    {
+        (l.rows, l.threads) = (rows, threads);
+    } else {
+        let padded = smem::padded_lda(n, tpc);
+        let fits =
+            smem::matrix_bytes(n, padded) <= device.smem_per_block_optin.saturating_sub(1024);
+        l.lda = if fits { padded } else { n | 1 } as u32;
+    }
+    l
+}
+
+/// Rows per thread and block size of the register `smem` kernel for order
+/// `n` at `tpc` threads per column: one column per group of threads, so the
+/// block has n * tpc threads, each holding ceil(n / tpc) rows (rounded up to
+/// a multiple of 4, to bound the compiled variants); `None` when the block
+/// does not fit the register file.
+pub(super) fn smem_registers(n: usize, tpc: u32) -> Option<(u32, u32)> {
+    let tpc = tpc.max(1) as usize;
+    let rows = n.max(1).div_ceil(tpc).next_multiple_of(4) as u32;
+    let threads = (n.max(1) * tpc).next_multiple_of(32);
+    (threads <= smem::register_threads(rows) as usize).then_some((rows, threads as u32))
+}

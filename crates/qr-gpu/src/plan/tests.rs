@@ -1,0 +1,394 @@
+use super::smem_layout::smem_registers;
+use super::*;
+use crate::probe::DeviceInfo;
+use crate::tuning::Tuning;
+
+fn h200() -> DeviceInfo {
+    DeviceInfo::modelled("test H200", (9, 0), 132, 232_448, 60 << 20)
+}
+
+/// The planner's plan for `b` matrices of order `n` on the test H200.
+fn at(b: usize, n: usize, t: &Tuning) -> Plan {
+    plan(Shape::new(b, n).unwrap(), &h200(), t, None).unwrap()
+}
+
+#[test]
+fn strategies_parse_and_print() {
+    for s in Strategy::ALL {
+        assert_eq!(s.to_string().parse::<Strategy>().unwrap(), s);
+    }
+    assert!("tiled".parse::<Strategy>().is_err());
+}
+
+#[test]
+fn halves_for_register_panels_of_one_row_per_thread() {
+    let t = Tuning {
+        reg_panel_halves: true,
+        ..Tuning::default()
+    };
+    let p = at(40, 352, &t);
+    assert!(p.panel.reg_halves && p.panel.rows_per_thread == 1, "{p}");
+    assert!(p.to_string().contains("by halves"));
+    assert!(p.defines().contains(&("PREG_RPT".into(), "2".into())));
+    assert!(p.defines().contains(&("PREG_HALVES".into(), "1".into())));
+    // Two rows per thread (the kernel would spill), the folding panel,
+    // clusters; on by default, off on request.
+    assert!(!at(640, 512, &t).panel.reg_halves);
+    assert!(!at(60, 1024, &t).panel.reg_halves);
+    assert!(!at(40, 176, &t).panel.reg_halves);
+    assert!(!at(8, 2048, &t).panel.reg_halves);
+    assert!(at(40, 352, &Tuning::default()).panel.reg_halves);
+    let off = Tuning {
+        reg_panel_halves: false,
+        ..Tuning::default()
+    };
+    assert!(!at(40, 352, &off).panel.reg_halves);
+}
+
+#[test]
+fn lanes_for_batches_of_several_matrices_per_sm_outside_graphs() {
+    let t = Tuning {
+        batch_lanes: 3,
+        ..Tuning::default()
+    };
+    assert_eq!(at(640, 512, &t).panel.lanes, 3);
+    assert!(at(640, 512, &t).to_string().contains("3 groups"));
+    // Fewer than two matrices per SM; a graph; the smem strategy.
+    assert_eq!(at(60, 1024, &t).panel.lanes, 1);
+    assert_eq!(at(300, 200, &t).panel.lanes, 1);
+    assert_eq!(at(640, 64, &t).panel.lanes, 1);
+    let many = Tuning {
+        batch_lanes: 99,
+        ..t.clone()
+    };
+    assert_eq!(
+        at(640, 512, &many).panel.lanes as usize,
+        crate::engine::MAX_LANES
+    );
+    let one = Tuning {
+        batch_lanes: 1,
+        ..Tuning::default()
+    };
+    assert_eq!(at(640, 512, &one).panel.lanes, 1);
+    assert_eq!(at(640, 512, &Tuning::default()).panel.lanes, 2);
+}
+
+#[test]
+fn graphs_for_panel_chains_without_the_checks_stream() {
+    let t = Tuning::default();
+    for (b, n) in [(40, 176), (40, 352), (60, 1024), (8, 2048), (2, 4096)] {
+        assert!(at(b, n, &t).graph, "{b} x {n}");
+    }
+    // One launch; the checks stream beside the largest batches; off.
+    assert!(!at(20, 32, &t).graph);
+    assert!(!at(640, 512, &t).graph);
+    let off = Tuning {
+        graphs: false,
+        ..Tuning::default()
+    };
+    assert!(!at(40, 352, &off).graph);
+    let sgemm = Tuning {
+        tensor_trailing: false,
+        ..Tuning::default()
+    };
+    assert!(!at(40, 352, &sgemm).graph);
+}
+
+#[test]
+fn folds_for_few_matrices_whose_fold_fits() {
+    let d = h200();
+    let t = Tuning::default();
+    let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
+    assert!(at(40, 176).panel.fold);
+    assert!(at(40, 240).panel.fold);
+    // Tall panels of a block alone take the register panel instead.
+    assert!(!at(40, 352).panel.fold);
+    assert!(!at(40, 512).panel.fold);
+    let smem_only = Tuning {
+        reg_panel_rows_per_thread: 0,
+        ..Tuning::default()
+    };
+    assert!(
+        plan(Shape::new(40, 352).unwrap(), &d, &smem_only, None)
+            .unwrap()
+            .panel
+            .fold
+    );
+    // Too many matrices, too tall a panel, below a raised minimum.
+    assert!(!at(640, 512).panel.fold);
+    let from = Tuning {
+        panel_fold_min_n: 240,
+        ..Tuning::default()
+    };
+    assert!(
+        !plan(Shape::new(40, 176).unwrap(), &d, &from, None)
+            .unwrap()
+            .panel
+            .fold
+    );
+    assert!(!at(60, 1024).panel.fold);
+}
+
+#[test]
+fn dispatch_follows_the_device_limits() {
+    let d = h200();
+    let t = Tuning::default();
+    let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
+    assert_eq!(at(20, 32).strategy, Strategy::Smem);
+    assert_eq!(at(40, 160).strategy, Strategy::Smem);
+    // Few matrices: two-block clusters and clusters of tall blocks lose
+    // to a block alone (table "few matrices").
+    assert_eq!(at(40, 176).strategy, Strategy::Blocked);
+    assert_eq!(at(40, 176).panel.threads, 256);
+    assert_eq!(at(40, 352).strategy, Strategy::Blocked);
+    assert_eq!(at(40, 352).panel.threads, 512);
+    assert_eq!(at(40, 512).strategy, Strategy::Blocked);
+    assert_eq!(at(20, 1024).strategy, Strategy::Cluster);
+    assert_eq!(at(640, 512).strategy, Strategy::Blocked);
+    assert_eq!(at(640, 512).panel.rows_per_thread, 2);
+    assert_eq!(at(640, 512).panel.threads, 256);
+    assert_eq!(at(60, 1024).panel.rows_per_thread, 2);
+    assert_eq!(at(40, 352).panel.rows_per_thread, 1);
+    assert_eq!(at(40, 352).panel.min_threads, 256);
+    assert_eq!(at(640, 512).panel.min_threads, 64);
+    assert_eq!(at(2, 4096).panel.min_threads, 64);
+    assert_eq!(at(40, 176).panel.rows_per_thread, 0);
+    assert_eq!(at(640, 512).panel.tensor_warps, 4);
+    assert_eq!(at(60, 1024).panel.tensor_warps, 8);
+    assert_eq!(at(2, 4096).panel.tensor_warps, 8);
+    assert!(at(640, 512).runs_ahead() && at(8, 2048).runs_ahead());
+    assert!(!at(20, 32).runs_ahead() && !at(1, 16384).runs_ahead());
+    assert_eq!(at(60, 1024).strategy, Strategy::Blocked);
+    assert_eq!(at(60, 1024).panel.threads, 512);
+    assert_eq!(at(640, 512).panel.threads, 256);
+    assert_eq!(at(40, 352).panel.groups, 1);
+    assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
+    assert_eq!(at(8, 2048).panel.groups, 8);
+    let big = at(2, 4096);
+    assert_eq!(big.strategy, Strategy::Cluster);
+    assert_eq!(big.panel.groups, 8);
+    assert!(big.panel.tensor_trailing);
+    assert_eq!(at(1, 16384).strategy, Strategy::Large);
+    let mut old = d.clone();
+    old.compute_capability = (8, 0);
+    let p = plan(Shape::new(2, 4096).unwrap(), &old, &t, None).unwrap();
+    assert_eq!(p.strategy, Strategy::Large);
+    assert!(
+        plan(
+            Shape::new(2, 4096).unwrap(),
+            &old,
+            &t,
+            Some(Strategy::Cluster)
+        )
+        .is_err()
+    );
+    assert!((230..=240).contains(&smem_fit_n(&d)));
+}
+
+#[test]
+fn register_panels_hold_every_row() {
+    let t = Tuning {
+        reg_panel_rows_per_thread: 2,
+        ..Tuning::default()
+    };
+    for n in [1, 2, 31, 32, 33, 65, 240, 511, 512, 513, 1000, 1024] {
+        let th = t.reg_panel_threads_for(n).expect("fits");
+        assert!(
+            th.is_power_of_two() && (32..=512).contains(&th),
+            "{n}: {th}"
+        );
+        assert!(panelreg::capacity(th, t.reg_panel_rows_per_thread) >= n);
+    }
+    assert_eq!(t.reg_panel_threads_for(1025), None);
+    let on = plan(Shape::new(640, 512).unwrap(), &h200(), &t, None).unwrap();
+    assert_eq!((on.panel.threads, on.panel.rows_per_thread), (256, 2));
+    let off = Tuning {
+        reg_panel_rows_per_thread: 0,
+        ..t
+    };
+    assert_eq!(off.reg_panel_threads_for(100), None);
+    let p = plan(
+        Shape::new(4, 100).unwrap(),
+        &h200(),
+        &off,
+        Some(Strategy::Blocked),
+    )
+    .unwrap();
+    assert_eq!(p.panel.rows_per_thread, 0);
+}
+
+#[test]
+fn forced_strategies_are_checked() {
+    let d = h200();
+    let t = Tuning::default();
+    let s = Shape::new(1, 300).unwrap();
+    assert!(plan(s, &d, &t, Some(Strategy::Smem)).is_err());
+    let p = plan(s, &d, &t, Some(Strategy::Large)).unwrap();
+    assert!(p.forced && p.panel.groups >= 1);
+    assert!(p.to_string().starts_with("large (forced)"));
+    let tall = Shape::new(1, 4096).unwrap();
+    assert!(plan(tall, &d, &t, Some(Strategy::Blocked)).is_err());
+}
+
+#[test]
+fn smem_register_blocks_fit_the_register_file() {
+    assert_eq!(smem_registers(32, 8), Some((4, 256)));
+    assert_eq!(smem_registers(176, 4), Some((44, 704)));
+    assert_eq!(smem_registers(192, 4), None);
+    for n in 1..=240 {
+        for tpc in [1, 2, 4, 8, 16] {
+            if let Some((rows, threads)) = smem_registers(n, tpc) {
+                assert!(threads as usize >= n * tpc as usize && threads % 32 == 0);
+                assert!(rows as usize * tpc as usize >= n && rows % 4 == 0);
+                assert!(threads <= smem::register_threads(rows));
+            }
+        }
+    }
+    // The default keeps the register kernel to its measured range.
+    let d = h200();
+    let t = Tuning::default();
+    let rows = |n| {
+        plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem))
+            .unwrap()
+            .rows
+    };
+    assert_eq!((rows(32), rows(63), rows(64), rows(120)), (4, 8, 0, 0));
+}
+
+#[test]
+fn warp_kernel_up_to_its_order_and_whole_matrices_only() {
+    let d = h200();
+    let warp = |t: &Tuning, n| {
+        let p = plan(Shape::new(20, n).unwrap(), &d, t, None).unwrap();
+        (p.strategy == Strategy::Smem && p.warp, p.threads)
+    };
+    let off = Tuning::default();
+    assert_eq!(warp(&off, 32), (false, 256));
+    let on = Tuning {
+        smem_warp_max_n: 32,
+        ..Tuning::default()
+    };
+    assert_eq!(warp(&on, 1), (true, 32));
+    assert_eq!(warp(&on, 32), (true, 32));
+    assert!(!warp(&on, 33).0);
+    let p = plan(Shape::new(20, 32).unwrap(), &d, &on, None).unwrap();
+    assert!(p.to_string().contains("one warp per matrix"));
+    // Past the kernel's order the knob is capped, not obeyed.
+    let wide = Tuning {
+        smem_warp_max_n: 64,
+        ..Tuning::default()
+    };
+    assert!(!warp(&wide, 48).0);
+}
+
+#[test]
+fn padded_rows_start_in_different_banks() {
+    for tpc in [2u32, 4, 8, 16, 32] {
+        for n in 1..=240 {
+            let lda = smem::padded_lda(n, tpc);
+            assert!(lda >= n && lda < n + 64 / tpc as usize);
+            // tpc consecutive rows by 32 / tpc adjacent columns: 32 banks.
+            let cols = 32 / tpc as usize;
+            let mut banks: Vec<usize> = (0..tpc as usize)
+                .flat_map(|u| (0..cols).map(move |g| (u * lda + g) % 32))
+                .collect();
+            banks.sort_unstable();
+            banks.dedup();
+            assert_eq!(banks.len(), 32, "n {n}, tpc {tpc}, lda {lda}");
+        }
+    }
+    let (d, t) = (h200(), Tuning::default());
+    let lda = |n| {
+        let shape = Shape::new(3, n).unwrap();
+        plan(shape, &d, &t, Some(Strategy::Smem)).unwrap().lda
+    };
+    // Padded, 238 would not fit: it keeps the odd leading dimension.
+    assert_eq!((lda(176), lda(238)), (184, 239));
+}
+
+#[test]
+fn l2_hints_only_for_batches_past_two_l2s() {
+    let t = Tuning {
+        tensor_l2_hints: 2,
+        ..Tuning::default()
+    };
+    for (batch, n, hints) in [
+        (640, 512, 2),
+        (60, 1024, 2),
+        (8, 2048, 2),
+        (2, 4096, 2),
+        (40, 352, 0),
+        (20, 32, 0),
+    ] {
+        assert_eq!(
+            at(batch, n, &t).panel.tensor_l2_hints,
+            hints,
+            "{batch} x {n}"
+        );
+    }
+    let always = Tuning {
+        tensor_l2_hints_min_l2: 0,
+        ..t
+    };
+    assert_eq!(at(40, 352, &always).panel.tensor_l2_hints, 2);
+    assert_eq!(at(640, 512, &Tuning::default()).panel.tensor_l2_hints, 1);
+}
+
+#[test]
+fn checks_go_aside_for_batches_past_six_l2s() {
+    let (d, t) = (h200(), Tuning::default());
+    for (batch, n, aside) in [
+        (640, 512, true),
+        (60, 1024, false),
+        (8, 2048, false),
+        (40, 176, false),
+    ] {
+        let p = plan(Shape::new(batch, n).unwrap(), &d, &t, None).unwrap();
+        assert_eq!(p.panel.checks_aside, aside, "{batch} x {n}");
+    }
+}
+
+#[test]
+fn smem_blocks_are_whole_warps_of_whole_groups() {
+    let d = h200();
+    let t = Tuning::default();
+    for n in [1, 2, 31, 32, 33, 65, 120, 176, 230] {
+        let p = plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem)).unwrap();
+        assert_eq!(p.threads % 32, 0);
+        assert_eq!(p.threads % p.tpc, 0);
+        assert!(p.threads <= 1024);
+        assert!(p.threads as usize >= n * p.tpc as usize || p.rows == 0);
+        assert_eq!(
+            p.defines(),
+            vec![
+                ("SMEM_TPC".to_string(), p.tpc.to_string()),
+                ("SMEM_ROWS".to_string(), p.rows.to_string()),
+                ("SMEM_WARP".to_string(), "0".to_string())
+            ]
+        );
+    }
+}
+
+#[test]
+fn plan_defines_are_the_ones_the_sources_check() {
+    let d = h200();
+    // Without the fold, which keeps the shared-memory panel.
+    let t = Tuning {
+        reg_panel_rows_per_thread: 2,
+        panel_fold: false,
+        ..Tuning::default()
+    };
+    for (n, s, src) in [
+        (100, Strategy::Smem, &smem::SOURCE),
+        (300, Strategy::Blocked, &panelreg::SOURCE),
+        (1200, Strategy::Blocked, &panel::SOURCE),
+        (3000, Strategy::Cluster, &panelreg::SOURCE),
+        (12000, Strategy::Cluster, &panel::SOURCE),
+        (3000, Strategy::Large, &panel::SOURCE),
+    ] {
+        let p = plan(Shape::new(2, n).unwrap(), &d, &t, Some(s)).unwrap();
+        let defines = p.defines();
+        let names: Vec<&str> = defines.iter().map(|(k, _)| k.as_str()).collect();
+        assert_eq!(names, src.defines.to_vec(), "{s}");
+    }
+}
