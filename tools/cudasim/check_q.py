@@ -69,6 +69,7 @@ def main():
         for vec4 in (0, 1):
             defs = tc_defines(warps=4, stage=2 if vec4 else 0)
             defs["TC_VEC4"] = vec4
+            defs["Q_CLUSTER"] = 1  # the emulator has no clusters
             bins[vec4] = cudasim.built(d, "q+trailing_tc", "q_harness.cpp",
                                        [f"-D{k}={v}" for k, v in defs.items()])
         for n, k in orders:

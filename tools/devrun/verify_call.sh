@@ -26,7 +26,7 @@ for op in geqrf orgqr qr ormqr; do
 done
 left 50 && t timeout -k 5 50 python3 -u .devrun/anchor_q.py 640,512 60,1024 >"$out/anchor_q.txt" 2>&1
 for s in 1 2; do
-    for op in orgqr qr; do
+    for op in orgqr qr ormqr; do
         left 45 && t timeout -k 5 $(( (570 - SECONDS) < 100 ? 570 - SECONDS - 5 : 100 )) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed $s >>"$out/suite_seeds.txt" 2>&1
     done
 done

@@ -256,14 +256,17 @@ impl GpuBackend {
     /// strategy's plan here too.
     pub fn describe_op(&self, shape: Shape, op: Operation) -> Result<String, QrError> {
         let blocks = shape.n().div_ceil(crate::kernels::q::NB);
-        let info = self.engine.info();
-        let on_chip = qops::OnChip::choose(shape.n(), info.smem_per_block_optin).0;
+        let on_chip = self.on_chip(shape).0;
         let apply = |what: &str| -> Result<String, QrError> {
-            let how = if on_chip {
+            let how = if let Some(cluster) = on_chip {
+                let room = crate::kernels::q::apply_bytes(shape.n(), cluster) / 1024;
+                let blocks = match cluster {
+                    1 => format!("one block's shared memory ({room} KiB)"),
+                    c => format!("the shared memory of a cluster of {c} blocks ({room} KiB each)"),
+                };
                 format!(
-                    "then on chip: one launch, each 32-column tile of the result in shared memory \
-                     ({} KiB) taking {what}",
-                    crate::kernels::q::apply_bytes(shape.n()) / 1024
+                    "then on chip: one launch, each 32-column tile of the result in {blocks} \
+                     taking {what}"
                 )
             } else {
                 format!(
@@ -278,7 +281,7 @@ impl GpuBackend {
         };
         match op {
             Operation::Geqrf => Ok(self.plan(shape)?.to_string()),
-            Operation::Orgqr if on_chip => {
+            Operation::Orgqr if on_chip.is_some() => {
                 apply("its own block first, then each block left of it, last to first")
             }
             Operation::Orgqr => apply(
@@ -287,7 +290,7 @@ impl GpuBackend {
             Operation::Ormqr(apply_q) => {
                 let backward = (apply_q.side == qr_core::Side::Left)
                     == (apply_q.transpose == qr_core::Transpose::No);
-                let order = match (backward, on_chip) {
+                let order = match (backward, on_chip.is_some()) {
                     (true, true) => "every block, last first",
                     (true, false) => "last block first (reflectors reversed: Q_k, not Q_k^T)",
                     (false, _) => "every block, first first",
@@ -305,6 +308,11 @@ impl GpuBackend {
                 self.describe_op(shape, Operation::Orgqr)?
             )),
         }
+    }
+
+    /// How `orgqr` and `ormqr` apply the blocks for `shape`.
+    fn on_chip(&self, shape: Shape) -> qops::OnChip {
+        qops::OnChip::choose(shape.n(), self.engine.info(), self.tuning.q_max_cluster)
     }
 
     fn q_update(&self, shape: Shape) -> Result<PanelPlan, QrError> {
@@ -413,7 +421,7 @@ impl GpuBackend {
         }
         let update = self.q_update(shape)?;
         let _queueing = self.engine.queueing();
-        qops::run(&self.engine, &update, shape, op, ops)
+        qops::run(&self.engine, (self.on_chip(shape), &update), shape, op, ops)
     }
 
     /// The host side of `orgqr_into` / `ormqr_into`: `(h, tau)` and the

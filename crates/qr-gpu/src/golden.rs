@@ -219,18 +219,28 @@ fn geqrf_modules(plan: &Plan) -> Vec<Module> {
 }
 
 /// The modules of `orgqr` and of `ormqr` with `C` of `n x n` under the
-/// update plan `q` on `device`: the Q kernels, and where the blocks are
-/// applied one per launch (the tile does not fit on chip) the tensor-core
+/// update plan `q` on `device`: the Q kernels (one block a tile), those of
+/// the cluster size that holds the tile where one block does not, and
+/// where the blocks are applied one per launch (the tile does not fit on
+/// chip even over a cluster) the tensor-core
 /// update variants `q`'s own update may load (its vectorized loads need
 /// rows of a multiple of 4 floats, `n` for both here, as for the geqrf
 /// update).
 fn q_modules(q: &Plan, device: &DeviceInfo) -> Vec<Module> {
     let mut out = vec![Module {
         src: &qk::SOURCE,
-        defines: Vec::new(),
+        defines: qk::defines(1),
     }];
-    if crate::q::OnChip::choose(q.shape.n(), device.smem_per_block_optin).0 {
-        return out;
+    match crate::q::OnChip::choose(q.shape.n(), device, Tuning::default().q_max_cluster).0 {
+        Some(1) => return out,
+        Some(c) => {
+            out.push(Module {
+                src: &qk::SOURCE,
+                defines: qk::defines(c),
+            });
+            return out;
+        }
+        None => {}
     }
     out.extend(
         geqrf_modules(q)
@@ -364,10 +374,14 @@ fn manifest() -> Manifest {
                         geqrf.as_ref().map(geqrf_modules).unwrap_or_default()
                     }
                     Op::Orgqr | Op::Ormqr => {
-                        let on_chip = crate::q::OnChip::choose(n, d.smem_per_block_optin).0;
-                        let how = if on_chip { "on chip" } else { "one update per block" };
+                        let on_chip = crate::q::OnChip::choose(n, d, tuning.q_max_cluster).0;
+                        let how = match on_chip {
+                            Some(1) => "on chip, one block a tile".to_string(),
+                            Some(c) => format!("on chip, a cluster of {c} blocks a tile"),
+                            None => "one update per block".to_string(),
+                        };
                         let _ = writeln!(text, "blocks applied: {how}");
-                        if on_chip {
+                        if on_chip.is_some() {
                             // The update plan is not read.
                         } else if matches!(op, Op::Ormqr) {
                             let _ = writeln!(text, "update plan: orgqr's");
@@ -381,7 +395,9 @@ fn manifest() -> Manifest {
                         q.as_ref().map(|q| q_modules(q, d)).unwrap_or_default()
                     }
                     Op::Qr => {
-                        let on_chip = crate::q::OnChip::choose(n, d.smem_per_block_optin).0;
+                        let on_chip = crate::q::OnChip::choose(n, d, tuning.q_max_cluster)
+                            .0
+                            .is_some();
                         let mut plans = vec![("plan", &geqrf)];
                         if on_chip {
                             let _ = writeln!(text, "blocks applied: on chip");

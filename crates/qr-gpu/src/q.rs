@@ -26,6 +26,7 @@ use crate::engine::Engine;
 use crate::kernels::q::{self, Apply, NB, Prepare};
 use crate::kernels::trailing_tc;
 use crate::plan::PanelPlan;
+use crate::probe::DeviceInfo;
 
 /// Most floats of V the workspace holds at once: batches whose every
 /// block's V would take more run in groups of matrices.
@@ -46,17 +47,24 @@ pub(crate) struct QOperands {
     pub info: u64,
 }
 
-/// Whether the blocks are applied on chip, one 32-column tile of the
-/// result per block in shared memory: wherever the tile of order `n` fits
-/// the device's `smem_optin` bytes a block.
+/// How the blocks are applied: on chip, each 32-column tile of the result
+/// in the shared memory of a cluster of `Some(blocks)` blocks (1: one
+/// block, the fewest it fits), or one update per block over the whole
+/// result (`None`) where the tile does not fit even over 8 blocks.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct OnChip(pub bool);
+pub(crate) struct OnChip(pub Option<u32>);
 
 impl OnChip {
-    /// The choice for order `n` on a device allowing `smem_optin` bytes of
-    /// shared memory a block.
-    pub(crate) fn choose(n: usize, smem_optin: usize) -> Self {
-        Self(q::apply_fits(n, smem_optin))
+    /// The choice for order `n` on `device` (clusters from sm_90 on), with
+    /// clusters of at most `max_cluster` blocks (`Tuning::q_max_cluster`;
+    /// 0: never on chip).
+    pub(crate) fn choose(n: usize, device: &DeviceInfo, max_cluster: u32) -> Self {
+        let most = if device.compute_capability.0 >= 9 {
+            max_cluster
+        } else {
+            max_cluster.min(1)
+        };
+        Self(q::apply_cluster(n, device.smem_per_block_optin, most))
     }
 }
 
@@ -69,11 +77,12 @@ pub(crate) enum QOp {
     Ormqr(ApplyQ, usize),
 }
 
-/// Queues `op` for the batch of `shape` at `ops`, the tensor-core update
-/// as `update` (the geqrf plan's) says.
+/// Queues `op` for the batch of `shape` at `ops`, the blocks applied as
+/// `on_chip` says, per block with the tensor-core update as `update` (the
+/// geqrf plan's) says.
 pub(crate) fn run(
     engine: &Engine,
-    update: &PanelPlan,
+    (on_chip, update): (OnChip, &PanelPlan),
     shape: Shape,
     op: QOp,
     ops: QOperands,
@@ -103,7 +112,7 @@ pub(crate) fn run(
             ),
         });
     }
-    let on_chip = OnChip::choose(n, engine.info().smem_per_block_optin).0;
+    let on_chip = on_chip.0;
     let per = (MAX_V_FLOATS / q::v_floats(n).max(1)).clamp(1, batch);
     let out_len = n * k;
     let mut ws = engine.workspace();
@@ -115,7 +124,7 @@ pub(crate) fn run(
         let flags = ws.qflags.ensure(stream, 3 * mats)?;
         let (bad, cbad, zcol) = (flags, flags + 4 * mats as u64, flags + 8 * mats as u64);
         engine.memset_u32(stream, bad, 0, mats)?;
-        if !on_chip {
+        if on_chip.is_none() {
             // No column is known to be zero: the update skips nothing.
             engine.memset_u32(stream, zcol, i32::MAX as u32, mats)?;
         }
@@ -134,7 +143,7 @@ pub(crate) fn run(
             mats,
         };
         match op {
-            QOp::Orgqr if on_chip => {
+            QOp::Orgqr if let Some(cluster) = on_chip => {
                 let prep = Prepare {
                     h,
                     tau,
@@ -151,6 +160,7 @@ pub(crate) fn run(
                     (n * n, n, n),
                     n,
                     mats,
+                    cluster,
                     Apply::Form,
                 )?;
                 q::finish(engine, stream, (out, out_len), (bad, 0, info), mats)?;
@@ -203,10 +213,19 @@ pub(crate) fn run(
                     q: 0,
                     bad,
                 };
-                q::prepare(engine, stream, prep, n, mats, reverse && !on_chip)?;
-                if on_chip {
+                q::prepare(engine, stream, prep, n, mats, reverse && on_chip.is_none())?;
+                if let Some(cluster) = on_chip {
                     let mode = if reverse { Apply::Q } else { Apply::Qt };
-                    q::apply(engine, stream, (v, t, c), (n * k, k, k), n, mats, mode)?;
+                    q::apply(
+                        engine,
+                        stream,
+                        (v, t, c),
+                        (n * k, k, k),
+                        n,
+                        mats,
+                        cluster,
+                        mode,
+                    )?;
                 } else {
                     let order: Vec<usize> = if reverse {
                         (0..q::blocks(n)).rev().collect()

@@ -238,6 +238,13 @@ pub struct Tuning {
     /// L2s of 60 MiB; 40 x 352 is a third of one): a rule from the traffic
     /// argument, not measured.
     pub tensor_l2_hints_min_l2: u32,
+    /// `orgqr` / `ormqr`: the largest cluster of blocks that may hold one
+    /// 32-column tile of the result on chip (`q.rs`, `OnChip`: the fewest
+    /// blocks whose shared memory holds the tile); orders needing more
+    /// take one tensor-core update per block over the whole result; 0:
+    /// never on chip. 8, the portable cluster limit: on the H100 the tile
+    /// on chip won at every benchmark order (docs/PERF.md, "q_max_cluster").
+    pub q_max_cluster: u32,
     /// Staged tensor-core update: the update pass takes each warp's slabs
     /// last to first, so that it starts with the A2 slabs its W pass read
     /// last, the likeliest to be in L2 still. Why: the second read of A2
@@ -290,6 +297,7 @@ impl Default for Tuning {
             reg_panel_halves: true,
             tensor_l2_hints: 1,
             tensor_l2_hints_min_l2: 2,
+            q_max_cluster: 8,
             tensor_update_reverse: true,
         }
     }

@@ -15,8 +15,9 @@ use super::Test;
 use super::common::{batch_for, spec};
 
 /// The Q tests, by name.
-pub(crate) const TRIALS: [(&str, Test); 5] = [
+pub(crate) const TRIALS: [(&str, Test); 6] = [
     ("q_orgqr_orders", q_orgqr_orders),
+    ("q_per_block", q_per_block),
     ("q_ormqr_products", q_ormqr_products),
     ("q_qr_is_geqrf_then_orgqr", q_qr_is_geqrf_then_orgqr),
     ("q_non_finite", q_non_finite),
@@ -45,9 +46,13 @@ impl Factored {
 }
 
 /// Orders below, at and past the 32-column blocks, the whole-matrix
-/// kernel's range and the benchmark orders, every distribution in turn.
+/// kernel's range and the benchmark orders, every distribution in turn;
+/// on a device of 227 KiB a block, 2048 and 3000 hold their tiles in
+/// clusters of 2 and 4 blocks.
 fn q_orgqr_orders(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let orders = [1, 2, 5, 31, 32, 33, 65, 100, 176, 240, 352, 513, 1000, 2048];
+    let orders = [
+        1, 2, 5, 31, 32, 33, 65, 100, 176, 240, 352, 513, 1000, 2048, 3000,
+    ];
     for (i, &n) in orders.iter().enumerate() {
         let case = Case::ALL_QR_V2[i % Case::ALL_QR_V2.len()];
         let x = factored(g, batch_for(n), n, case, 40 + i as u64);
@@ -61,8 +66,8 @@ fn q_orgqr_orders(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// All four products, `k` narrower than and equal to `n`, off the 16-byte
-/// vectors too; on chip up to n = 1000, per block past the tile's limit
-/// (n = 1500 on a device of 227 KiB a block).
+/// vectors too; the tile in one block up to n = 1000, over a cluster of 2
+/// at n = 1500 (227 KiB a block).
 fn q_ormqr_products(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let orders = [
         (5, 3),
@@ -96,6 +101,54 @@ fn q_ormqr_products(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let report = check_ormqr(x.reflectors(), k, &c, &applied)?;
         if !report.meets_bar() {
             return Err(format!("ormqr {case} n {n} k {k}: {report:?}").into());
+        }
+    }
+    Ok(())
+}
+
+/// The blocks applied one tensor-core update per block over the whole
+/// result (`Tuning::q_max_cluster` 0, what orders past the tile's limit
+/// take): orgqr and the four ormqr products at the gates, the plan saying
+/// so.
+fn q_per_block(g: &Arc<GpuBackend>) -> Result<(), Failed> {
+    let per_block = (**g).clone().with_tuning(qr_gpu::Tuning {
+        q_max_cluster: 0,
+        ..qr_gpu::Tuning::default()
+    });
+    for (i, &(n, k)) in [(33, 5), (100, 7), (513, 36), (1000, 1000)]
+        .iter()
+        .enumerate()
+    {
+        let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
+        let x = factored(g, batch_for(n), n, case, 80 + i as u64);
+        let said = per_block.describe_op(x.shape, qr_core::Operation::Orgqr)?;
+        if !said.contains("one tensor-core update per block") {
+            return Err(format!("q_max_cluster 0 planned otherwise: {said}").into());
+        }
+        let q = orgqr(&per_block, x.shape, &x.f.h, &x.f.tau)?;
+        let report = check_orgqr(x.reflectors(), &q.data, &q.info)?;
+        if !report.meets_bar() {
+            return Err(format!("per-block orgqr {case} n {n}: {report:?}").into());
+        }
+        let c = generate(&spec(x.shape.batch(), n, 1.0, Case::Dense), 9)
+            [..ApplyQ::c_len(x.shape, k)?]
+            .to_vec();
+        let outs = ApplyQ::ALL
+            .iter()
+            .map(|&op| ormqr(&per_block, x.shape, &x.f.h, &x.f.tau, op, k, &c))
+            .collect::<Result<Vec<_>, _>>()?;
+        let applied: Vec<Applied<'_>> = ApplyQ::ALL
+            .iter()
+            .zip(&outs)
+            .map(|(&op, m)| Applied {
+                op,
+                out: &m.data,
+                info: &m.info,
+            })
+            .collect();
+        let report = check_ormqr(x.reflectors(), k, &c, &applied)?;
+        if !report.meets_bar() {
+            return Err(format!("per-block ormqr {case} n {n} k {k}: {report:?}").into());
         }
     }
     Ok(())

@@ -16,9 +16,14 @@
 //! - `q_transpose_f32(src, dst, rows, cols)`: grid `(ceil(cols/32),
 //!   ceil(rows/32), batch)`, block 256.
 //! - `q_apply_f32(v, v_stride, t, c, c_stride, ld, cols, n, mode)`: grid
-//!   `batch * ceil(cols / 32)`, block `THREADS`, [`apply_bytes`]`(n)` bytes
-//!   of dynamic shared memory; `v` and `t` as `q_prepare_f32` writes them
-//!   with `reverse` 0; `mode` an [`Apply`].
+//!   `batch * ceil(cols / 32) * Q_CLUSTER`, block `THREADS`,
+//!   [`apply_bytes`]`(n, Q_CLUSTER)` bytes of dynamic shared memory; `v`
+//!   and `t` as `q_prepare_f32` writes them with `reverse` 0; `mode` an
+//!   [`Apply`].
+//!
+//! One define, `Q_CLUSTER` (1, 2, 4 or 8): the blocks of a cluster that
+//! share one tile's rows in `q_apply_f32`; the other kernels ignore it and
+//! are loaded with 1.
 
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
@@ -41,8 +46,13 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "q",
     source: concat!(include_str!("../prelude.cu"), include_str!("q.cu")),
     entries: &[PREPARE, FINISH, SCAN, UPPER, TRANSPOSE, APPLY],
-    defines: &[],
+    defines: &["Q_CLUSTER"],
 };
+
+/// The module's defines: `cluster` blocks a tile in `q_apply_f32`.
+pub(crate) fn defines(cluster: u32) -> Vec<(String, String)> {
+    vec![("Q_CLUSTER".to_string(), cluster.to_string())]
+}
 
 /// Columns per block of reflectors (the update's panel width).
 pub(crate) const NB: usize = 32;
@@ -92,7 +102,7 @@ pub(crate) fn prepare(
     mats: usize,
     reverse: bool,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], PREPARE)?;
+    let f = engine.function(&SOURCE, &defines(1), PREPARE)?;
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(mats.saturating_mul(blocks(n)))?, 1, 1),
         block_dim: (THREADS, 1, 1),
@@ -128,7 +138,7 @@ pub(crate) fn finish(
     (bad, cbad, info): (u64, u64, u64),
     mats: usize,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], FINISH)?;
+    let f = engine.function(&SOURCE, &defines(1), FINISH)?;
     let cfg = per_matrix(mats)?;
     let len = len as i64;
     let mut b = stream.launch_builder(&f);
@@ -147,7 +157,7 @@ pub(crate) fn scan(
     cbad: u64,
     mats: usize,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], SCAN)?;
+    let f = engine.function(&SOURCE, &defines(1), SCAN)?;
     let cfg = per_matrix(mats)?;
     let len = len as i64;
     let mut b = stream.launch_builder(&f);
@@ -165,7 +175,7 @@ pub(crate) fn upper(
     shape: Shape,
     (h, r, info): (u64, u64, u64),
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], UPPER)?;
+    let f = engine.function(&SOURCE, &defines(1), UPPER)?;
     let slices = shape
         .matrix_len()
         .div_ceil(THREADS as usize * 16)
@@ -191,7 +201,7 @@ pub(crate) fn transpose(
     (rows, cols): (usize, usize),
     mats: usize,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], TRANSPOSE)?;
+    let f = engine.function(&SOURCE, &defines(1), TRANSPOSE)?;
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(cols.div_ceil(32))?,
@@ -223,25 +233,38 @@ pub(crate) enum Apply {
 }
 
 /// Static shared memory of `q_apply_f32`: eight warps' 32 x 32 partials and
-/// three 32 x 33 buffers (W, `op(T) W`, T).
+/// three 32 x 33 buffers (W twice, `op(T) W`).
 const APPLY_STATIC_BYTES: usize = (8 * 1024 + 3 * 32 * 33) * 4;
 
-/// Dynamic shared memory of `q_apply_f32` for order `n`: the tile, all `n`
-/// rows (rounded up to 16) of 32 floats.
-pub(crate) fn apply_bytes(n: usize) -> usize {
-    n.next_multiple_of(16) * NB * 4
+/// Rows of a tile one block of a `cluster` holds: `n / cluster` rounded up
+/// to whole 16-row slabs.
+fn share(n: usize, cluster: u32) -> usize {
+    n.div_ceil(cluster.max(1) as usize).next_multiple_of(16)
 }
 
-/// Whether `q_apply_f32`'s tile of order `n` fits in the `optin` bytes of
-/// shared memory a block may have.
-pub(crate) fn apply_fits(n: usize, optin: usize) -> bool {
-    apply_bytes(n) + APPLY_STATIC_BYTES <= optin
+/// Dynamic shared memory of `q_apply_f32` for order `n` over `cluster`
+/// blocks a tile: a block's rows of the tile (32 floats each), then T
+/// (32 x 33).
+pub(crate) fn apply_bytes(n: usize, cluster: u32) -> usize {
+    (share(n, cluster) * NB + 32 * 33) * 4
+}
+
+/// The fewest blocks of a cluster (1, 2, 4 or 8, at most `most`) among
+/// which `q_apply_f32`'s tile of order `n` fits the `optin` bytes of shared
+/// memory a block may have, or `None` where it does not fit over `most`.
+pub(crate) fn apply_cluster(n: usize, optin: usize, most: u32) -> Option<u32> {
+    [1, 2, 4, 8]
+        .into_iter()
+        .filter(|&c| c <= most)
+        .find(|&c| apply_bytes(n, c) + APPLY_STATIC_BYTES <= optin)
 }
 
 /// Applies every block of reflectors of `mats` matrices of order `n` (V
 /// and T at `v` and `t`, from [`prepare`] without `reverse`) to the
 /// `cols` columns of each `c` (`c_stride` floats apart, leading dimension
-/// `ld`), 32 columns a block held in shared memory, as `mode` says.
+/// `ld`), 32 columns a tile held in the shared memory of a cluster of
+/// `cluster` blocks (from [`apply_cluster`]), as `mode` says.
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     engine: &Engine,
     stream: &CudaStream,
@@ -249,14 +272,16 @@ pub(crate) fn apply(
     (c_stride, ld, cols): (usize, usize, usize),
     n: usize,
     mats: usize,
+    cluster: u32,
     mode: Apply,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], APPLY)?;
-    let bytes = apply_bytes(n);
+    let f = engine.function(&SOURCE, &defines(cluster), APPLY)?;
+    let bytes = apply_bytes(n, cluster);
     super::raise_dynamic_smem(&f, bytes, APPLY)?;
     let tiles = cols.div_ceil(NB);
+    let blocks = mats.saturating_mul(tiles).saturating_mul(cluster as usize);
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(mats.saturating_mul(tiles))?, 1, 1),
+        grid_dim: (grid_dim(blocks)?, 1, 1),
         block_dim: (THREADS, 1, 1),
         shared_mem_bytes: bytes as u32,
     };
@@ -277,8 +302,10 @@ pub(crate) fn apply(
     // reads and writes rows 0..n, columns 0..cols of its C (c_stride
     // floats apart, leading dimension ld), all inside buffers the caller
     // sized for `mats` matrices; its dynamic shared memory is
-    // `apply_bytes(n)`, within the limit just raised (the caller checked
-    // `apply_fits`).
+    // `apply_bytes(n, cluster)`, within the limit just raised (the caller
+    // checked `apply_cluster`). The grid is `cluster` consecutive blocks per
+    // tile and the kernel's compile-time cluster size is `cluster`, so a
+    // cluster is one tile and divides the grid.
     unsafe { b.launch(cfg) }.ctx("launching q_apply_f32")?;
     Ok(())
 }
@@ -316,16 +343,30 @@ mod tests {
     }
 
     #[test]
-    fn the_on_chip_tile_fits_up_to_its_limit() {
-        // 227 KiB a block (sm_90): up to n = 1456.
+    fn the_on_chip_tile_takes_the_fewest_blocks_it_fits() {
+        // 227 KiB a block (sm_90): one block up to n = 1424, clusters past.
         let optin = 232_448;
-        assert!(apply_fits(512, optin));
-        assert!(apply_fits(1024, optin));
-        assert!(apply_fits(1456, optin));
-        assert!(!apply_fits(1457, optin));
-        assert!(!apply_fits(2048, optin));
-        // 99 KiB (sm_86): n = 432 at most.
-        assert!(apply_fits(432, 101_376));
-        assert!(!apply_fits(433, 101_376));
+        assert_eq!(apply_cluster(512, optin, 8), Some(1));
+        assert_eq!(apply_cluster(1024, optin, 8), Some(1));
+        assert_eq!(apply_cluster(1424, optin, 8), Some(1));
+        assert_eq!(apply_cluster(1425, optin, 8), Some(2));
+        assert_eq!(apply_cluster(2048, optin, 8), Some(2));
+        assert_eq!(apply_cluster(4096, optin, 8), Some(4));
+        assert_eq!(apply_cluster(8 * 1424, optin, 8), Some(8));
+        assert_eq!(apply_cluster(8 * 1424 + 1, optin, 8), None);
+        // Without clusters (before sm_90) one block or none; 0: never.
+        assert_eq!(apply_cluster(1425, optin, 1), None);
+        assert_eq!(apply_cluster(4096, optin, 2), None);
+        assert_eq!(apply_cluster(32, optin, 0), None);
+        // 99 KiB (sm_86): n = 400 at most.
+        assert_eq!(apply_cluster(400, 101_376, 1), Some(1));
+        assert_eq!(apply_cluster(401, 101_376, 1), None);
+        // Every block of a cluster holds whole slabs and the tile.
+        for n in [1, 15, 17, 1000, 1425, 4095, 4096] {
+            for c in [1, 2, 4, 8] {
+                assert_eq!(share(n, c) % 16, 0);
+                assert!(share(n, c) * c as usize >= n);
+            }
+        }
     }
 }

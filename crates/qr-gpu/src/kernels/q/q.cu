@@ -214,12 +214,28 @@ extern "C" __global__ void __launch_bounds__(256)
 //   W2 = op(T) W in float32 FMAs (op(T) = T applies Q_k, T^T applies Q_k^T);
 //   X -= V W2    each warp holds W2 as mma operands and streams its 16-row
 //                tiles of V and X through it.
+// A tile too tall for one block's shared memory is split by rows over a
+// cluster of Q_CLUSTER blocks (sm_90): each block sums its rows' W, the
+// blocks add the cluster's partial W in block order through distributed
+// shared memory (the same bits in every block), and each updates its rows.
 // Each warp's 16-row slabs of V pass through a ring of two slots in shared
 // memory (the space of its W partial, free in both passes), copied by
 // cp.async a slab ahead of their use, so the loads from L2 overlap the
 // tensor-core work.
 
 #define QA_WARPS (Q_THREADS / 32)
+
+#ifndef Q_CLUSTER
+#error "Q_CLUSTER (blocks of a cluster sharing one tile's rows in q_apply_f32; 1: a block a tile) must be defined by the plan"
+#endif
+#if Q_CLUSTER != 1 && Q_CLUSTER != 2 && Q_CLUSTER != 4 && Q_CLUSTER != 8
+#error "Q_CLUSTER is 1, 2, 4 or 8"
+#endif
+#if Q_CLUSTER > 1
+#define Q_CLUSTER_ATTR __cluster_dims__(Q_CLUSTER, 1, 1)
+#else
+#define Q_CLUSTER_ATTR
+#endif
 
 struct alignas(16) q_f4 {
     float x[4];
@@ -296,37 +312,52 @@ __device__ __forceinline__ void q_tile_copy(float* xs, float* g, int ld, int n, 
     }
 }
 
-// Grid: batch * tiles (tiles = ceil(cols / 32)), the tiles of one matrix
-// neighbours (they read the same V from L2), the widest-reaching first;
-// block Q_THREADS; dynamic shared memory 128 * round_up(n, 16) bytes.
+// Grid: batch * tiles * Q_CLUSTER (tiles = ceil(cols / 32)), the tiles of
+// one matrix neighbours (they read the same V from L2), the widest-reaching
+// first, the blocks of a tile one cluster, block r holding rows
+// r * share .. (r + 1) * share - 1 (share = round_up(ceil(n / Q_CLUSTER),
+// 16)); block Q_THREADS; dynamic shared memory 128 * share + 4224 bytes
+// (the rows, then T).
 // mode 0 (orgqr): c is Q (ld n, cols n); tile j starts as the identity's
 // columns and takes Q_j, ..., Q_0 (the later blocks leave those columns
 // alone). mode 1 (Q C) and 2 (Q^T C): c is C (n x cols, leading dimension
 // ld), updated in place: Q_{K-1} first with T, or Q_0^T first with T^T.
 // v and t as q_prepare_f32 writes them with reverse 0.
-extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
+// A cluster's block holds more than half of the tallest tile one block
+// fits, so one block an SM: it may take the registers that keep it free of
+// spills.
+extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER > 1 ? 1 : 2)
     q_apply_f32(const float* __restrict__ v, long long v_stride, const float* __restrict__ t,
                 float* c, long long c_stride, int ld, int cols, int n, int mode) {
     extern __shared__ __attribute__((aligned(16))) float q_dyn[];
     __shared__ __attribute__((aligned(16))) float part[QA_WARPS][32 * 32];
-    __shared__ float wsum[32][33];
+    // This block's W, by step parity: with a cluster the other blocks read
+    // step s's while this one may already sum step s + 1's.
+    __shared__ float wloc[2][32][33];
     __shared__ float w2s[32][33];
-    __shared__ float ts[32][33];
     const int tiles = (cols + 31) / 32, kb = (n + 31) / 32;
-    const int m = blockIdx.x / tiles, j = tiles - 1 - (int)(blockIdx.x % tiles);
+    const int tile = blockIdx.x / Q_CLUSTER, rank = blockIdx.x % Q_CLUSTER;
+    const int m = tile / tiles, j = tiles - 1 - tile % tiles;
     const int tid = threadIdx.x, warp = tid >> 5, lane = tid & 31, g = lane >> 2, tq = lane & 3;
-    const int n16 = (n + 15) & ~15, c0 = 32 * j, width = min(32, cols - c0);
-    float* xs = q_dyn;
-    float* cm = c + (long long)m * c_stride + c0;
+    const int share = ((n + Q_CLUSTER - 1) / Q_CLUSTER + 15) & ~15;
+    const int row0 = rank * share;
+    const int row1 = Q_CLUSTER == 1 ? n : min(n, row0 + share), rows = max(0, row1 - row0);
+    const int c0 = 32 * j, width = min(32, cols - c0);
+    float* xs = q_dyn;  // local row r is row row0 + r of the tile
+    float(*ts)[33] = reinterpret_cast<float(*)[33]>(q_dyn + share * 32);
+    float* cm = c + (long long)m * c_stride + c0 + (long long)row0 * ld;
     const bool vec = ld % 4 == 0 && (reinterpret_cast<unsigned long long>(c) & 15) == 0;
 
     if (mode == 0) {
-        for (int e = tid; e < n16 * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
+        for (int e = tid; e < share * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
         __syncthreads();
-        if (tid < width) xs[(c0 + tid) * 32 + 4 * ((tid >> 2) ^ qr_swz(c0 + tid)) + (tid & 3)] = 1.0f;
+        const int r = c0 + tid - row0;
+        if (tid < width && r >= 0 && r < rows)
+            xs[r * 32 + 4 * ((tid >> 2) ^ qr_swz(r)) + (tid & 3)] = 1.0f;
     } else {
-        for (int e = n * 8 + tid; e < n16 * 8; e += Q_THREADS) q_unit(xs, e >> 3, e & 7) = q_zero4();
-        q_tile_copy<false>(xs, cm, ld, n, width, vec, tid);
+        for (int e = rows * 8 + tid; e < share * 8; e += Q_THREADS)
+            q_unit(xs, e >> 3, e & 7) = q_zero4();
+        q_tile_copy<false>(xs, cm, ld, rows, width, vec, tid);
     }
     __syncthreads();
 
@@ -340,9 +371,9 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
         for (int e = tid; e < 1024; e += Q_THREADS) ts[e >> 5][e & 31] = tk[e];
         // Rows of X that can be non-zero: orgqr's tile holds only its
         // identity rows before Q_j, and nothing in rows p..p+31 after it
-        // until Q_k writes them.
-        const int lo = mode == 0 && k < j ? p + 32 : p;
-        const int hi = mode == 0 && k == j ? min(n, p + 32) : n;
+        // until Q_k writes them; this block's rows of those.
+        const int lo = max(row0, mode == 0 && k < j ? p + 32 : p);
+        const int hi = min(row1, mode == 0 && k == j ? min(n, p + 32) : n);
 
         float acc[2][4][4];
 #pragma unroll
@@ -372,7 +403,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
                 for (int e = 0; e < 2; ++e) {
                     const int row = 8 * sl + 4 * e + tq;
                     vv[sl][e] = *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (g ^ qr_swz(row)));
-                    xx[sl][e] = q_unit(xs, r0 + row, g);
+                    xx[sl][e] = q_unit(xs, r0 - row0 + row, g);
                 }
             float d[2][4][4];
 #pragma unroll
@@ -417,6 +448,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
 #pragma unroll
                 for (int i = 0; i < 4; ++i) part[warp][(16 * mt + 4 * nt + i) * 32 + lane] = acc[mt][nt][i];
         __syncthreads();
+        float(*wl)[33] = wloc[s & 1];
         for (int e = tid; e < 1024; e += Q_THREADS) {
             float sum = 0.0f;
 #pragma unroll
@@ -424,8 +456,22 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
             // acc[mt][nt][2h + i] of lane (g, tq) is W[4g + 2mt + h][4(2tq + i) + nt].
             const int idx = e >> 5, ln = e & 31, mt = idx >> 4, nt = (idx >> 2) & 3;
             const int h = (idx >> 1) & 1, i = idx & 1;
-            wsum[4 * (ln >> 2) + 2 * mt + h][4 * (2 * (ln & 3) + i) + nt] = sum;
+            wl[4 * (ln >> 2) + 2 * mt + h][4 * (2 * (ln & 3) + i) + nt] = sum;
         }
+#if Q_CLUSTER > 1
+        // The cluster's W, in block order, into the partials' space (free
+        // until the update's ring).
+        cluster_barrier();
+        float(*wsum)[33] = reinterpret_cast<float(*)[33]>(&part[0][0]);
+        for (int e = tid; e < 1024; e += Q_THREADS) {
+            float sum = 0.0f;
+#pragma unroll
+            for (int q = 0; q < Q_CLUSTER; ++q) sum += cluster_ld_f32(&wl[e >> 5][e & 31], (u32)q);
+            wsum[e >> 5][e & 31] = sum;
+        }
+#else
+        float(*wsum)[33] = wl;
+#endif
         __syncthreads();
         {
             // Rows warp + 8i of W2, four independent sums over all 32 terms
@@ -456,11 +502,12 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
                 q_split(w2s[r][col], bhi[ks][nt][0], blo[ks][nt][0]);
                 q_split(w2s[r + 1][col], bhi[ks][nt][1], blo[ks][nt][1]);
             }
-        if (p + 16 * warp < n) q_stage_v(ring_at, vk, 16 * warp, nrow, lane);
+        const int top = max(p, row0);
+        if (top + 16 * warp < row1) q_stage_v(ring_at, vk, top + 16 * warp - p, nrow, lane);
         it = 0;
-        for (int i0 = p + 16 * warp; i0 < n; i0 += 16 * QA_WARPS, ++it) {
+        for (int i0 = top + 16 * warp; i0 < row1; i0 += 16 * QA_WARPS, ++it) {
             const int next = i0 + 16 * QA_WARPS;
-            if (next < n) {
+            if (next < row1) {
                 q_stage_v(ring_at + 2048 * ((it + 1) & 1), vk, next - p, nrow, lane);
                 qr_cp_wait<1>();
             } else {
@@ -475,7 +522,7 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
                 for (int cc = 0; cc < 2; ++cc) {
                     const int row = g + 8 * h, u = 4 * cc + tq;
                     vq[h][cc] = *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (u ^ qr_swz(row)));
-                    xq[h][cc] = q_unit(xs, i0 + row, u);
+                    xq[h][cc] = q_unit(xs, i0 - row0 + row, u);
                 }
             float d[4][4];
 #pragma unroll
@@ -497,18 +544,21 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS, 2)
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
                 const int row = i0 + g + 8 * h;
-                if (row >= n) continue;  // padding rows stay zero
+                if (row >= row1) continue;  // padding rows stay zero
 #pragma unroll
                 for (int cc = 0; cc < 2; ++cc) {
                     q_f4 o = xq[h][cc];
 #pragma unroll
                     for (int jj = 0; jj < 4; ++jj) o.x[jj] -= d[2 * cc + (jj >> 1)][2 * h + (jj & 1)];
-                    q_unit(xs, row, 4 * cc + tq) = o;
+                    q_unit(xs, row - row0, 4 * cc + tq) = o;
                 }
             }
             __syncwarp();  // the slot is read before it is staged again
         }
         __syncthreads();
     }
-    q_tile_copy<true>(xs, cm, ld, n, width, vec, tid);
+    q_tile_copy<true>(xs, cm, ld, rows, width, vec, tid);
+#if Q_CLUSTER > 1
+    cluster_barrier();  // no block leaves while another may read its W
+#endif
 }
