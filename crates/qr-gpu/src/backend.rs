@@ -256,7 +256,7 @@ impl GpuBackend {
     /// strategy's plan here too.
     pub fn describe_op(&self, shape: Shape, op: Operation) -> Result<String, QrError> {
         let blocks = shape.n().div_ceil(crate::kernels::q::NB);
-        let on_chip = self.on_chip(shape).0;
+        let on_chip = self.on_chip(shape, matches!(op, Operation::Ormqr(_))).0;
         let apply = |what: &str| -> Result<String, QrError> {
             let how = if let Some(cluster) = on_chip {
                 let room = crate::kernels::q::apply_bytes(shape.n(), cluster) / 1024;
@@ -310,9 +310,9 @@ impl GpuBackend {
         }
     }
 
-    /// How `orgqr` and `ormqr` apply the blocks for `shape`.
-    fn on_chip(&self, shape: Shape) -> qops::OnChip {
-        qops::OnChip::choose(shape.n(), self.engine.info(), self.tuning.q_max_cluster)
+    /// How `orgqr` (or `ormqr`) applies the blocks for `shape`.
+    fn on_chip(&self, shape: Shape, ormqr: bool) -> qops::OnChip {
+        qops::OnChip::choose(shape.n(), self.engine.info(), &self.tuning, ormqr)
     }
 
     fn q_update(&self, shape: Shape) -> Result<PanelPlan, QrError> {
@@ -421,7 +421,8 @@ impl GpuBackend {
         }
         let update = self.q_update(shape)?;
         let _queueing = self.engine.queueing();
-        qops::run(&self.engine, (self.on_chip(shape), &update), shape, op, ops)
+        let on_chip = self.on_chip(shape, matches!(op, QOp::Ormqr(..)));
+        qops::run(&self.engine, (on_chip, &update), shape, op, ops)
     }
 
     /// The host side of `orgqr_into` / `ormqr_into`: `(h, tau)` and the

@@ -226,12 +226,12 @@ fn geqrf_modules(plan: &Plan) -> Vec<Module> {
 /// update variants `q`'s own update may load (its vectorized loads need
 /// rows of a multiple of 4 floats, `n` for both here, as for the geqrf
 /// update).
-fn q_modules(q: &Plan, device: &DeviceInfo) -> Vec<Module> {
+fn q_modules(q: &Plan, device: &DeviceInfo, ormqr: bool) -> Vec<Module> {
     let mut out = vec![Module {
         src: &qk::SOURCE,
         defines: qk::defines(1),
     }];
-    match crate::q::OnChip::choose(q.shape.n(), device, Tuning::default().q_max_cluster).0 {
+    match crate::q::OnChip::choose(q.shape.n(), device, &Tuning::default(), ormqr).0 {
         Some(1) => return out,
         Some(c) => {
             out.push(Module {
@@ -336,9 +336,10 @@ struct Manifest {
 }
 
 /// Builds the manifest of the default plans (module docs). Each plan's
-/// fields are written once: `orgqr`'s update plan only where it is not
-/// the geqrf plan (whole-matrix plans), `ormqr`'s as `orgqr`'s (the same
-/// choice), `qr`'s two plans by their text.
+/// fields are written once: how `orgqr` and `ormqr` apply the blocks, and
+/// where they are applied one update per block, that update's plan only
+/// where it is not the geqrf plan (whole-matrix plans); `qr`'s plans by
+/// their text.
 fn manifest() -> Manifest {
     let tuning = Tuning::default();
     let devices = golden_devices();
@@ -374,7 +375,8 @@ fn manifest() -> Manifest {
                         geqrf.as_ref().map(geqrf_modules).unwrap_or_default()
                     }
                     Op::Orgqr | Op::Ormqr => {
-                        let on_chip = crate::q::OnChip::choose(n, d, tuning.q_max_cluster).0;
+                        let ormqr = matches!(op, Op::Ormqr);
+                        let on_chip = crate::q::OnChip::choose(n, d, &tuning, ormqr).0;
                         let how = match on_chip {
                             Some(1) => "on chip, one block a tile".to_string(),
                             Some(c) => format!("on chip, a cluster of {c} blocks a tile"),
@@ -383,8 +385,6 @@ fn manifest() -> Manifest {
                         let _ = writeln!(text, "blocks applied: {how}");
                         if on_chip.is_some() {
                             // The update plan is not read.
-                        } else if matches!(op, Op::Ormqr) {
-                            let _ = writeln!(text, "update plan: orgqr's");
                         } else if let (Ok(g), Ok(u)) = (&geqrf, &q)
                             && g == u
                         {
@@ -392,12 +392,12 @@ fn manifest() -> Manifest {
                         } else {
                             plan_lines(&mut text, "update plan", &q);
                         }
-                        q.as_ref().map(|q| q_modules(q, d)).unwrap_or_default()
+                        q.as_ref()
+                            .map(|q| q_modules(q, d, ormqr))
+                            .unwrap_or_default()
                     }
                     Op::Qr => {
-                        let on_chip = crate::q::OnChip::choose(n, d, tuning.q_max_cluster)
-                            .0
-                            .is_some();
+                        let on_chip = crate::q::OnChip::choose(n, d, &tuning, false).0.is_some();
                         let mut plans = vec![("plan", &geqrf)];
                         if on_chip {
                             let _ = writeln!(text, "blocks applied: on chip");
@@ -411,7 +411,11 @@ fn manifest() -> Manifest {
                             };
                         }
                         let mut m = geqrf.as_ref().map(geqrf_modules).unwrap_or_default();
-                        m.extend(q.as_ref().map(|q| q_modules(q, d)).unwrap_or_default());
+                        m.extend(
+                            q.as_ref()
+                                .map(|q| q_modules(q, d, false))
+                                .unwrap_or_default(),
+                        );
                         m
                     }
                 };

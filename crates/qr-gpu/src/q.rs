@@ -27,6 +27,7 @@ use crate::kernels::q::{self, Apply, NB, Prepare};
 use crate::kernels::trailing_tc;
 use crate::plan::PanelPlan;
 use crate::probe::DeviceInfo;
+use crate::tuning::Tuning;
 
 /// Most floats of V the workspace holds at once: batches whose every
 /// block's V would take more run in groups of matrices.
@@ -55,14 +56,18 @@ pub(crate) struct QOperands {
 pub(crate) struct OnChip(pub Option<u32>);
 
 impl OnChip {
-    /// The choice for order `n` on `device` (clusters from sm_90 on), with
-    /// clusters of at most `max_cluster` blocks (`Tuning::q_max_cluster`;
-    /// 0: never on chip).
-    pub(crate) fn choose(n: usize, device: &DeviceInfo, max_cluster: u32) -> Self {
+    /// The choice for order `n` on `device` (clusters from sm_90 on) under
+    /// `tuning`: clusters of at most `Tuning::q_max_cluster` blocks (0:
+    /// never on chip), and for `ormqr` only up to
+    /// `Tuning::q_ormqr_on_chip_max_n`.
+    pub(crate) fn choose(n: usize, device: &DeviceInfo, tuning: &Tuning, ormqr: bool) -> Self {
+        if ormqr && n > tuning.q_ormqr_on_chip_max_n {
+            return Self(None);
+        }
         let most = if device.compute_capability.0 >= 9 {
-            max_cluster
+            tuning.q_max_cluster
         } else {
-            max_cluster.min(1)
+            tuning.q_max_cluster.min(1)
         };
         Self(q::apply_cluster(n, device.smem_per_block_optin, most))
     }

@@ -242,9 +242,16 @@ pub struct Tuning {
     /// 32-column tile of the result on chip (`q.rs`, `OnChip`: the fewest
     /// blocks whose shared memory holds the tile); orders needing more
     /// take one tensor-core update per block over the whole result; 0:
-    /// never on chip. 8, the portable cluster limit: on the H100 the tile
-    /// on chip won at every benchmark order (docs/PERF.md, "q_max_cluster").
+    /// never on chip. 8, the portable cluster limit: on the H100 orgqr's
+    /// tile on chip won at every benchmark order but 4096 (a tie, clusters
+    /// of 4; docs/PERF.md, "q_max_cluster").
     pub q_max_cluster: u32,
+    /// `ormqr`: the largest order whose blocks are applied on chip (as
+    /// `q_max_cluster` allows); larger orders take one tensor-core update
+    /// per block. 352: on the H100 the tile on chip won at n = 32 to 352
+    /// and lost from 512 on (7.75 against 7.60 ms at 640 x 512, 20.8
+    /// against 13.9 at 2 x 4096; docs/PERF.md, "q_ormqr_on_chip_max_n").
+    pub q_ormqr_on_chip_max_n: usize,
     /// Staged tensor-core update: the update pass takes each warp's slabs
     /// last to first, so that it starts with the A2 slabs its W pass read
     /// last, the likeliest to be in L2 still. Why: the second read of A2
@@ -298,6 +305,7 @@ impl Default for Tuning {
             tensor_l2_hints: 1,
             tensor_l2_hints_min_l2: 2,
             q_max_cluster: 8,
+            q_ormqr_on_chip_max_n: 352,
             tensor_update_reverse: true,
         }
     }
