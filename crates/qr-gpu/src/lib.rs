@@ -6,8 +6,10 @@
 //!   its CPU-side tests run anywhere).
 //! - [`GpuBackend`] is the host [`qr_core::Backend`] and the device-resident
 //!   API ([`GpuBackend::geqrf_device`]) that its `bench` times with CUDA events.
-//! - `orgqr`, `ormqr` and `qr` reuse the tensor-core update: every 32-column
-//!   block's V and T at once from `(H, tau)`, then one update per block
+//! - `orgqr`, `ormqr` and `qr` form every 32-column block's V and T at once
+//!   from `(H, tau)`, then apply the blocks with the tensor-core update's
+//!   arithmetic, each 32-column tile of the result held on chip while it
+//!   takes every block, or one update per block over the whole result
 //!   ([`GpuBackend::orgqr_device`], [`GpuBackend::ormqr_device`],
 //!   [`GpuBackend::qr_device`]; [`GpuBackend::describe_op`] says what runs).
 //! - A [`Plan`] names the [`Strategy`] chosen for a shape from the device's

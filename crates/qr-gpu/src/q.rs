@@ -3,8 +3,10 @@
 //! then the blocks applied, then the result checks.
 //!
 //! Two ways to apply the blocks ([`OnChip`]):
-//! - on chip, where a 32-column tile of all `n` rows fits in a block's
-//!   shared memory (`q_apply_f32`): each tile of the result takes every
+//! - on chip (`q_apply_f32`), where a 32-column tile of all `n` rows fits
+//!   the shared memory of one block or of a cluster of up to
+//!   `Tuning::q_max_cluster` blocks, and for `ormqr` up to
+//!   `Tuning::q_ormqr_on_chip_max_n`: each tile of the result takes every
 //!   block in turn and crosses global memory once each way;
 //! - otherwise one tensor-core update per block over the whole result
 //!   (trailing_tc, the geqrf plan's update settings), which streams it
