@@ -8,16 +8,9 @@
 # then the seed (anchor_subset.py) on the cases it runs in reasonable time.
 # Logs under $OUT: log.txt, tests.log, suite_BUILD_I.txt, seed.txt.
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 base=${1:?usage: flip_call.sh BASE FLIP}
 flip=${2:?usage: flip_call.sh BASE FLIP}
-out=${OUT:-/tmp/devrun_out}
-mkdir -p "$out"
-t() {
-    local s=$SECONDS
-    "$@"
-    echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
-}
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >"$out/smi.txt" 2>&1
 QR_REQUIRE_GPU=1 t timeout -k 5 200 ".devrun/$flip/gpu_tests" >"$out/tests.log" 2>&1
 for i in 1 2; do
     for b in "$base" "$flip"; do

@@ -8,16 +8,9 @@
 #   bash tools/devrun/q_profile.sh NAME
 # Logs under $OUT: log.txt, ncu_CASE.txt (ncu's details page).
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 name=${1:?usage: q_profile.sh NAME}
-out=${OUT:-/tmp/devrun_out}
-mkdir -p "$out"
 b=.devrun/$name
-t() {
-    local s=$SECONDS
-    "$@"
-    echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
-}
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >>"$out/log.txt" 2>&1
 for c in "orgqr 640,512,2,dense" "orgqr 60,1024,2,dense" "ormqr 40,352,1,dense"; do
     set -- $c
     t timeout -k 5 150 ncu --set full -k q_apply_f32 --launch-skip 1 --launch-count 1 \

@@ -9,17 +9,9 @@
 # step's status and seconds), tests.log,
 # suite_OP[_sS].txt, anchor_q.txt.
 set -uo pipefail
+. "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 name=${1:?usage: verify_call.sh NAME}
-out=${OUT:-/tmp/devrun_out}
-mkdir -p "$out"
 b=.devrun/$name
-t() {
-    local s=$SECONDS
-    "$@"
-    echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
-}
-left() { [ $((570 - SECONDS)) -gt "$1" ]; }
-nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >>"$out/log.txt" 2>&1
 QR_REQUIRE_GPU=1 t timeout -k 5 ${TESTS_S:-240} "$b/gpu_tests" ${TESTS_FILTER:-} >"$out/tests.log" 2>&1
 for op in geqrf orgqr qr ormqr; do
     left 60 && t timeout -k 5 ${SUITE_S:-60} "$b/qr" suite --backend gpu --set benchmarks --op $op --seed 0 >"$out/suite_$op.txt" 2>&1

@@ -149,17 +149,19 @@ pub(crate) fn run(
             n,
             mats,
         };
+        // The prepare kernel's operands, with Q where it forms the blocks'
+        // own columns (orgqr per block) or 0.
+        let prep = |q| Prepare {
+            h,
+            tau,
+            v,
+            t,
+            q,
+            bad,
+        };
         match op {
             QOp::Orgqr if let Some(cluster) = on_chip => {
-                let prep = Prepare {
-                    h,
-                    tau,
-                    v,
-                    t,
-                    q: 0,
-                    bad,
-                };
-                q::prepare(engine, stream, prep, n, mats, false)?;
+                q::prepare(engine, stream, prep(0), n, mats, false)?;
                 q::apply(
                     engine,
                     stream,
@@ -173,15 +175,7 @@ pub(crate) fn run(
                 q::finish(engine, stream, (out, out_len), (bad, 0, info), mats)?;
             }
             QOp::Orgqr => {
-                let prep = Prepare {
-                    h,
-                    tau,
-                    v,
-                    t,
-                    q: out,
-                    bad,
-                };
-                q::prepare(engine, stream, prep, n, mats, true)?;
+                q::prepare(engine, stream, prep(out), n, mats, true)?;
                 for kb in (0..q::blocks(n)).rev() {
                     let p = kb * NB;
                     if n > p + NB {
@@ -212,15 +206,7 @@ pub(crate) fn run(
                 // as it is; Q C = Q_0 ... Q_{K-1} C: backward, with Q_k
                 // (on chip T for T^T; per block the reflectors reversed).
                 let reverse = transpose == Transpose::No;
-                let prep = Prepare {
-                    h,
-                    tau,
-                    v,
-                    t,
-                    q: 0,
-                    bad,
-                };
-                q::prepare(engine, stream, prep, n, mats, reverse && on_chip.is_none())?;
+                q::prepare(engine, stream, prep(0), n, mats, reverse && on_chip.is_none())?;
                 if let Some(cluster) = on_chip {
                     let mode = if reverse { Apply::Q } else { Apply::Qt };
                     q::apply(

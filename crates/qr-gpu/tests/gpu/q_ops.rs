@@ -85,25 +85,36 @@ fn q_ormqr_products(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let c = generate(&spec(x.shape.batch(), n, 1.0, Case::Dense), 7)
             [..ApplyQ::c_len(x.shape, k)?]
             .to_vec();
-        let outs = ApplyQ::ALL
-            .iter()
-            .map(|&op| ormqr(g.as_ref(), x.shape, &x.f.h, &x.f.tau, op, k, &c))
-            .collect::<Result<Vec<_>, _>>()?;
-        let applied: Vec<Applied<'_>> = ApplyQ::ALL
-            .iter()
-            .zip(&outs)
-            .map(|(&op, m)| Applied {
-                op,
-                out: &m.data,
-                info: &m.info,
-            })
-            .collect();
-        let report = check_ormqr(x.reflectors(), k, &c, &applied)?;
+        let report = ormqr_all(g.as_ref(), &x, k, &c)?;
         if !report.meets_bar() {
             return Err(format!("ormqr {case} n {n} k {k}: {report:?}").into());
         }
     }
     Ok(())
+}
+
+/// The four ormqr products of `c` (`k` columns or rows) by `x`'s
+/// reflectors on `g`, against the float64 gate.
+fn ormqr_all(
+    g: &GpuBackend,
+    x: &Factored,
+    k: usize,
+    c: &[f32],
+) -> Result<qr_verify::q_gate::OpReport, Failed> {
+    let outs = ApplyQ::ALL
+        .iter()
+        .map(|&op| ormqr(g, x.shape, &x.f.h, &x.f.tau, op, k, c))
+        .collect::<Result<Vec<_>, _>>()?;
+    let applied: Vec<Applied<'_>> = ApplyQ::ALL
+        .iter()
+        .zip(&outs)
+        .map(|(&op, m)| Applied {
+            op,
+            out: &m.data,
+            info: &m.info,
+        })
+        .collect();
+    Ok(check_ormqr(x.reflectors(), k, c, &applied)?)
 }
 
 /// The blocks applied one tensor-core update per block over the whole
@@ -133,20 +144,7 @@ fn q_per_block(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let c = generate(&spec(x.shape.batch(), n, 1.0, Case::Dense), 9)
             [..ApplyQ::c_len(x.shape, k)?]
             .to_vec();
-        let outs = ApplyQ::ALL
-            .iter()
-            .map(|&op| ormqr(&per_block, x.shape, &x.f.h, &x.f.tau, op, k, &c))
-            .collect::<Result<Vec<_>, _>>()?;
-        let applied: Vec<Applied<'_>> = ApplyQ::ALL
-            .iter()
-            .zip(&outs)
-            .map(|(&op, m)| Applied {
-                op,
-                out: &m.data,
-                info: &m.info,
-            })
-            .collect();
-        let report = check_ormqr(x.reflectors(), k, &c, &applied)?;
+        let report = ormqr_all(&per_block, &x, k, &c)?;
         if !report.meets_bar() {
             return Err(format!("per-block ormqr {case} n {n} k {k}: {report:?}").into());
         }

@@ -271,6 +271,27 @@ __device__ __forceinline__ void q_stage_v(unsigned slot, const float* __restrict
     qr_cp_commit();
 }
 
+// The slot of a warp's ring holding slab `it` (rows from `r`, the next
+// slab from `next`, none at or past `end`): stages the next slab into the
+// other slot, then waits for this one's copies and the warp's.
+__device__ __forceinline__ const float* q_ring_slab(const float* ring, unsigned ring_at,
+                                                   const float* __restrict__ vk, int it, int next,
+                                                   int end, int p, int nrow, int lane) {
+    if (next < end) {
+        q_stage_v(ring_at + 2048 * ((it + 1) & 1), vk, next - p, nrow, lane);
+        qr_cp_wait<1>();
+    } else {
+        qr_cp_wait<0>();
+    }
+    __syncwarp();
+    return ring + 512 * (it & 1);
+}
+
+// A ring slot's four V values of slab row `row`, unit `u`.
+__device__ __forceinline__ q_f4 q_slot4(const float* slot, int row, int u) {
+    return *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (u ^ qr_swz(row)));
+}
+
 __device__ __forceinline__ void q_split(float x, unsigned& hi, unsigned& lo) {
     hi = qr_tf32(x);
     lo = qr_f32_bits(x - qr_bits_f32(hi));  // the tensor cores read its top 19 bits
@@ -387,22 +408,15 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
         if (lo + 16 * warp < hi) q_stage_v(ring_at, vk, lo + 16 * warp - p, nrow, lane);
         int it = 0;
         for (int r0 = lo + 16 * warp; r0 < hi; r0 += 16 * QA_WARPS, ++it) {
-            const int next = r0 + 16 * QA_WARPS;
-            if (next < hi) {
-                q_stage_v(ring_at + 2048 * ((it + 1) & 1), vk, next - p, nrow, lane);
-                qr_cp_wait<1>();
-            } else {
-                qr_cp_wait<0>();
-            }
-            __syncwarp();
-            const float* slot = ring + 512 * (it & 1);
+            const float* slot =
+                q_ring_slab(ring, ring_at, vk, it, r0 + 16 * QA_WARPS, hi, p, nrow, lane);
             q_f4 vv[2][2], xx[2][2];
 #pragma unroll
             for (int sl = 0; sl < 2; ++sl)
 #pragma unroll
                 for (int e = 0; e < 2; ++e) {
                     const int row = 8 * sl + 4 * e + tq;
-                    vv[sl][e] = *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (g ^ qr_swz(row)));
+                    vv[sl][e] = q_slot4(slot, row, g);
                     xx[sl][e] = q_unit(xs, r0 - row0 + row, g);
                 }
             float d[2][4][4];
@@ -506,22 +520,15 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
         if (top + 16 * warp < row1) q_stage_v(ring_at, vk, top + 16 * warp - p, nrow, lane);
         it = 0;
         for (int i0 = top + 16 * warp; i0 < row1; i0 += 16 * QA_WARPS, ++it) {
-            const int next = i0 + 16 * QA_WARPS;
-            if (next < row1) {
-                q_stage_v(ring_at + 2048 * ((it + 1) & 1), vk, next - p, nrow, lane);
-                qr_cp_wait<1>();
-            } else {
-                qr_cp_wait<0>();
-            }
-            __syncwarp();
-            const float* slot = ring + 512 * (it & 1);
+            const float* slot =
+                q_ring_slab(ring, ring_at, vk, it, i0 + 16 * QA_WARPS, row1, p, nrow, lane);
             q_f4 vq[2][2], xq[2][2];
 #pragma unroll
             for (int h = 0; h < 2; ++h)
 #pragma unroll
                 for (int cc = 0; cc < 2; ++cc) {
                     const int row = g + 8 * h, u = 4 * cc + tq;
-                    vq[h][cc] = *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (u ^ qr_swz(row)));
+                    vq[h][cc] = q_slot4(slot, row, u);
                     xq[h][cc] = q_unit(xs, i0 - row0 + row, u);
                 }
             float d[4][4];
