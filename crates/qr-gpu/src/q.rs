@@ -206,7 +206,8 @@ pub(crate) fn run(
                 // as it is; Q C = Q_0 ... Q_{K-1} C: backward, with Q_k
                 // (on chip T for T^T; per block the reflectors reversed).
                 let reverse = transpose == Transpose::No;
-                q::prepare(engine, stream, prep(0), n, mats, reverse && on_chip.is_none())?;
+                let reversed = reverse && on_chip.is_none();
+                q::prepare(engine, stream, prep(0), n, mats, reversed)?;
                 if let Some(cluster) = on_chip {
                     let mode = if reverse { Apply::Q } else { Apply::Qt };
                     q::apply(
