@@ -2,8 +2,9 @@
 
 usage: python3 cudasim.py FAMILY HARNESS OUT_BINARY [-DNAME=VALUE ...]
 
-FAMILY is a kernel folder under crates/qr-gpu/src/kernels (its .cu file is
-joined behind prelude.cu, as the engine does); HARNESS a C++ file that calls
+FAMILY is a kernel folder under crates/qr-gpu/src/kernels (its .cu files are
+joined behind prelude.cu in the order of its mod.rs `SOURCE`, as the engine
+does); HARNESS a C++ file that calls
 its entries through sim_launch. Shared-memory declarations are rewritten:
 `extern __shared__ T s[];` becomes a pointer into the block's emulated
 dynamic shared memory, other `__shared__` locals become statics (one block
@@ -26,12 +27,38 @@ def translate(src):
     return src.replace("__shared__", "static")
 
 
+def sources(family):
+    """The .cu files of `family`, in the order its mod.rs joins them behind
+    prelude.cu: the `include_str!` arguments of `SOURCE`'s `source:
+    concat!(...)`, but the leading `../prelude.cu`."""
+    text = open(os.path.join(KERNELS, family, "mod.rs")).read()
+    start = text.find("source: concat!(")
+    if start < 0:
+        sys.exit("%s/mod.rs: no `source: concat!(` found" % family)
+    depth, i = 0, start + len("source: concat!")
+    for i in range(i, len(text)):
+        depth += {"(": 1, ")": -1}.get(text[i], 0)
+        if depth == 0:
+            break
+    args = text[start + len("source: concat!("):i]
+    include = r'include_str!\(\s*"([^"]+)"\s*\)'
+    files = re.findall(include, args)
+    # Anything else among the arguments (a literal, a macro) would be
+    # text of the engine's source that this join leaves out.
+    rest = re.sub(include, "", args).replace(",", "").strip()
+    if rest or not files or files[0] != "../prelude.cu" or any("/" in f for f in files[1:]):
+        sys.exit("%s/mod.rs: expected ../prelude.cu, then the family's own files: %s"
+                 % (family, files))
+    return files[1:]
+
+
 def build(family, harness, out, defines):
     """Builds `harness` with `family` (several joined by "+", each behind
     the one prelude, as a driver that launches kernels of both runs them)."""
     src = open(os.path.join(KERNELS, "prelude.cu")).read()
     for fam in family.split("+"):
-        src += open(os.path.join(KERNELS, fam, fam + ".cu")).read()
+        for name in sources(fam):
+            src += open(os.path.join(KERNELS, fam, name)).read()
     unit = os.path.join(os.path.dirname(os.path.abspath(out)), family.replace("+", "_") + "_sim.cpp")
     with open(unit, "w") as f:
         f.write('#define CUDASIM 1\n#include "cudasim.h"\n')

@@ -11,7 +11,13 @@ const FACTOR: &str = "panel_factor_f32";
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panel",
-    source: concat!(include_str!("../prelude.cu"), include_str!("panel.cu")),
+    // The helpers (meetings, row passes), then the kernel: one source in
+    // this order (tools/cudasim joins the same list).
+    source: concat!(
+        include_str!("../prelude.cu"),
+        include_str!("panel_ops.cu"),
+        include_str!("panel.cu")
+    ),
     entries: &[FACTOR],
     defines: &[
         "PANEL_THREADS",

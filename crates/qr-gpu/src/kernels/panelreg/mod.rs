@@ -14,7 +14,14 @@ const FACTOR: &str = "panelreg_factor_f32";
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "panelreg",
-    source: concat!(include_str!("../prelude.cu"), include_str!("panelreg.cu")),
+    // The helpers, the whole-row kernel, the halves kernel: one source in
+    // this order (tools/cudasim joins the same list).
+    source: concat!(
+        include_str!("../prelude.cu"),
+        include_str!("panelreg_ops.cu"),
+        include_str!("panelreg.cu"),
+        include_str!("panelreg_halves.cu")
+    ),
     entries: &[FACTOR],
     defines: &["PREG_THREADS", "PREG_RPT", "PREG_CLUSTER", "PREG_HALVES"],
 };

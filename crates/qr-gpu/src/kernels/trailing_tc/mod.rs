@@ -12,8 +12,13 @@ const APPLY: &str = "trailing_tc_apply_f32";
 
 pub(crate) const SOURCE: KernelSource = KernelSource {
     family: "trailing_tc",
+    // The helpers (splits, mma, memory, loop bodies), the staging ring,
+    // then the kernel: one source in this order (tools/cudasim joins the
+    // same list).
     source: concat!(
         include_str!("../prelude.cu"),
+        include_str!("trailing_tc_ops.cu"),
+        include_str!("trailing_tc_stage.cu"),
         include_str!("trailing_tc.cu")
     ),
     entries: &[APPLY],
