@@ -1,5 +1,5 @@
 // Accuracy and timing driver of the trailing_tc kernel
-// (crates/qr-gpu/src/kernels/trailing_tc/trailing_tc.cu), beside the cuBLAS
+// (crates/qr-gpu/src/kernels/trailing_tc/, its files joined by run.sh), beside the cuBLAS
 // three-SGEMM trailing update it would replace.
 //
 //   harness KERNEL.cu [PRELUDE.cu] [OUTDIR]

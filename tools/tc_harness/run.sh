@@ -6,8 +6,11 @@ set -uo pipefail
 out=${OUT:-/tmp/tc_out}
 mkdir -p "$out"
 here=tools/tc_harness
-kernel=crates/qr-gpu/src/kernels/trailing_tc/trailing_tc.cu
 prelude=crates/qr-gpu/src/kernels/prelude.cu
+# The family's files joined in the launcher's order (kernels/trailing_tc/mod.rs).
+kernel=$out/trailing_tc_joined.cu
+tc=crates/qr-gpu/src/kernels/trailing_tc
+cat "$tc/trailing_tc_ops.cu" "$tc/trailing_tc_stage.cu" "$tc/trailing_tc.cu" >"$kernel"
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.max.sm,power.limit --format=csv \
     >"$out/gpu.txt" 2>&1
 cat "$out/gpu.txt"

@@ -464,7 +464,7 @@ __device__ __forceinline__ u32 cluster_ld_u32(const void* p, u32 rank) {
 }
 #endif
 
-// The fold of the one-barrier shared-memory panel (panel.cu's PANEL_FOLD,
+// The fold of the one-barrier shared-memory panel (panel_ops.cu's PANEL_FOLD,
 // launched with fold = 1 for every panel but the first): the previous panel's update of this panel's own columns, which a
 // launch of the tensor-core update would do, runs in the panel kernel
 // first, so the chain of a few-matrix factorization has one launch per

@@ -208,7 +208,7 @@ extern "C" __global__ void __launch_bounds__(256)
 // it through global memory twice per block. Each step is the tensor-core
 // update of trailing_tc at the same accuracy (float32 operands split into
 // tf32 hi + lo, three products, each 16-row slab's partial added in
-// float32), with the same fragment layouts (trailing_tc.cu's header):
+// float32), with the same fragment layouts (trailing_tc_ops.cu's header):
 //   W  = V^T X   the warps split the rows in 16-row slabs, each keeps a
 //                32 x 32 partial; the partials meet in a fixed order;
 //   W2 = op(T) W in float32 FMAs (op(T) = T applies Q_k, T^T applies Q_k^T);
