@@ -389,7 +389,6 @@ fn tensor_update(
             trailing_tc::Staging {
                 depth: plan.panel.tensor_stage_depth,
                 l2_hints: plan.panel.tensor_l2_hints,
-                reverse: plan.panel.tensor_update_reverse,
             },
             row_split,
         )?;

@@ -41,14 +41,7 @@ pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
             for &split in &splits {
                 out.push((
                     &trailing_tc::SOURCE,
-                    trailing_tc::defines(
-                        vec4,
-                        pp.tensor_warps,
-                        stage,
-                        split,
-                        pp.tensor_l2_hints,
-                        pp.tensor_update_reverse,
-                    ),
+                    trailing_tc::defines(vec4, pp.tensor_warps, stage, split, pp.tensor_l2_hints),
                 ));
             }
         }

@@ -296,7 +296,6 @@ impl Blocks {
             trailing_tc::Staging {
                 depth: plan.tensor_stage_depth,
                 l2_hints: plan.tensor_l2_hints,
-                reverse: plan.tensor_update_reverse,
             },
             row_split,
         )

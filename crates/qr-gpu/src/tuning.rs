@@ -227,9 +227,9 @@ pub struct Tuning {
     /// once, plus V (ncu, run s14-run8). Only for batches of at least
     /// `tensor_l2_hints_min_l2` L2s. The policy rides on the copies' and
     /// stores' descriptors: no extra instruction per access (NVRTC 13.5
-    /// SASS). 1, with `tensor_update_reverse`: 3 to 4% faster on every
-    /// large benchmark case on the H100 (docs/PERF.md, `tensor_l2_hints`),
-    /// GPU tests passing.
+    /// SASS). 1, with the staged update's pass reversed (now plain code,
+    /// trailing_tc.cu): 3 to 4% faster on every large benchmark case on the
+    /// H100 (docs/PERF.md, `tensor_l2_hints`), GPU tests passing.
     pub tensor_l2_hints: u32,
     /// Fewest L2 capacities of input a batch needs for `tensor_l2_hints`:
     /// a smaller batch's trailing matrices stay in L2 from one step to the
@@ -252,18 +252,6 @@ pub struct Tuning {
     /// and lost from 512 on (7.75 against 7.60 ms at 640 x 512, 20.8
     /// against 13.9 at 2 x 4096; docs/PERF.md, "q_ormqr_on_chip_max_n").
     pub q_ormqr_on_chip_max_n: usize,
-    /// Staged tensor-core update: the update pass takes each warp's slabs
-    /// last to first, so that it starts with the A2 slabs its W pass read
-    /// last, the likeliest to be in L2 still. Why: the second read of A2
-    /// mostly missed L2 at 640 x 512 (ncu, run s14-run8; see
-    /// `tensor_l2_hints`). Read forward twice, every slab waits one whole
-    /// pass for its second read; backward, the waits range from none to two
-    /// passes, which helps when one pass's traffic overflows L2 and can hurt
-    /// when it fits (the L2 hints shrink it), so it is swept with them.
-    /// Each tile row is updated on its own: the same bits. On, with
-    /// `tensor_l2_hints` 1 (measured together; docs/PERF.md,
-    /// `tensor_l2_hints`).
-    pub tensor_update_reverse: bool,
 }
 
 impl Default for Tuning {
@@ -306,7 +294,6 @@ impl Default for Tuning {
             tensor_l2_hints_min_l2: 2,
             q_max_cluster: 8,
             q_ormqr_on_chip_max_n: 352,
-            tensor_update_reverse: true,
         }
     }
 }

@@ -229,18 +229,16 @@ pub(super) fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // The update's reversed pass, crossed with the L2 eviction hints
-    // (`tensor_l2_hints`) it may interact with.
-    for (reverse, hints) in [(false, 0u32), (false, 1), (false, 2), (true, 0), (true, 1)] {
+    // The L2 eviction hints of the update.
+    for hints in [0u32, 1, 2] {
         let t = Tuning {
-            tensor_update_reverse: reverse,
             tensor_l2_hints: hints,
             ..base.clone()
         };
         add(
             &mut variants,
             &DENSE_CASES[2..],
-            format!("tensor update reverse {reverse} hints {hints}"),
+            format!("tensor l2 hints {hints}"),
             None,
             &t,
         );

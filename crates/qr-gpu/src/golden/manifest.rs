@@ -232,7 +232,6 @@ fn fields(p: &Plan) -> String {
         tensor_warps,
         tensor_stage_depth,
         tensor_l2_hints,
-        tensor_update_reverse,
         tensor_row_split,
         tensor_row_split_min_rows,
         lanes,
@@ -246,7 +245,7 @@ fn fields(p: &Plan) -> String {
          checks_aside={checks_aside} tensor_warps={tensor_warps} \
          tensor_stage_depth={tensor_stage_depth} \
          tensor_l2_hints={tensor_l2_hints} \
-         tensor_update_reverse={tensor_update_reverse} tensor_row_split={tensor_row_split} \
+         tensor_row_split={tensor_row_split} \
          tensor_row_split_min_rows={tensor_row_split_min_rows} \
          lanes={lanes} fused_checks={fused_checks} \
          reg_halves={reg_halves} graph={graph} \

@@ -139,7 +139,6 @@ pub fn plan(
             } else {
                 0
             },
-            tensor_update_reverse: tuning.tensor_update_reverse,
             tensor_row_split: if has_clusters(device) {
                 tuning.tensor_row_split
             } else {

@@ -117,9 +117,6 @@ pub struct PanelPlan {
     /// stores (`Tuning::tensor_l2_hints`, for batches of at least
     /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
     pub tensor_l2_hints: u32,
-    /// The staged update's second pass runs its slabs last to first
-    /// (`Tuning::tensor_update_reverse`).
-    pub tensor_update_reverse: bool,
     /// Most blocks of a cluster splitting a few-tile update's rows (0 or 1:
     /// none; `Tuning::tensor_row_split`, 0 without clusters).
     pub tensor_row_split: u32,

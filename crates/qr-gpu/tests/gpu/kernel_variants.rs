@@ -200,19 +200,17 @@ pub(crate) fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// L2 eviction priorities in the tensor-core update
-/// (`Tuning::tensor_l2_hints`, 1 and 2, here for batches of any size) and
-/// its update pass taken last slab first (`Tuning::tensor_update_reverse`):
-/// bitwise equal to the plain kernel (`switch_keeps_bits`), as neither a
-/// cache policy nor the order of independent tile rows changes a value.
+/// (`Tuning::tensor_l2_hints`, 1 and 2, here for batches of any size):
+/// bitwise equal to the plain kernel (`switch_keeps_bits`), as a cache
+/// policy changes no value.
 pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    for (hints, reverse) in [(1, false), (2, false), (0, true), (1, true)] {
+    for hints in [1, 2] {
         let base = qr_gpu::Tuning {
             tensor_l2_hints_min_l2: 0,
             ..qr_gpu::Tuning::default()
         };
         let variant = qr_gpu::Tuning {
             tensor_l2_hints: hints,
-            tensor_update_reverse: reverse,
             ..base.clone()
         };
         let plan = (**g)
@@ -223,7 +221,7 @@ pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             return Err(format!("l2 hints {hints} not planned for a small batch: {plan}").into());
         }
         let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
-        let label = format!("l2 hints {hints} reverse {reverse}");
+        let label = format!("l2 hints {hints}");
         switch_keeps_bits(g, &base, &variant, (orders, (3, 400, 0.0)), 3200, &label)?;
     }
     Ok(())

@@ -32,7 +32,6 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
         "TC_STAGE",
         "TC_ROWSPLIT",
         "TC_L2HINT",
-        "TC_REVERSE",
     ],
 };
 
@@ -55,15 +54,13 @@ pub(crate) fn resident_blocks(warps: u32) -> u32 {
 /// A2 slabs through a ring in shared memory (`Tuning::tensor_stage_depth`).
 /// `l2_hints` (0, 1, 2): L2 eviction priorities on A2's ring copies and
 /// stores (`Tuning::tensor_l2_hints`; only with `stage` > 0, else 0).
-/// `reverse`: the update pass takes its slabs last to first
-/// (`Tuning::tensor_update_reverse`; only with `stage` > 0).
+/// Staged, the update pass takes each warp's slabs last to first.
 pub(crate) fn defines(
     vec4: bool,
     warps: u32,
     stage: u32,
     row_split: u32,
     l2_hints: u32,
-    reverse: bool,
 ) -> Vec<(String, String)> {
     let warps = if warps == 4 { 4 } else { 8 };
     let l2_hints = if stage > 0 { l2_hints.min(2) } else { 0 };
@@ -84,7 +81,6 @@ pub(crate) fn defines(
         ("TC_STAGE", stage.to_string()),
         ("TC_ROWSPLIT", row_split.to_string()),
         ("TC_L2HINT", l2_hints.to_string()),
-        ("TC_REVERSE", u8::from(reverse && stage > 0).to_string()),
     ]
     .into_iter()
     .map(|(k, v)| (k.to_string(), v))
@@ -143,9 +139,6 @@ pub(crate) struct Staging {
     /// none; 1 A2's second read and its stores (but the launch's first
     /// tile's) evict first; 2 also its first read evicts last.
     pub l2_hints: u32,
-    /// The update pass takes each warp's slabs last to first, starting with
-    /// those the W pass read last (`Tuning::tensor_update_reverse`).
-    pub reverse: bool,
 }
 
 /// The row-split cluster sizes the kernel compiles (`TC_ROWSPLIT`): `k`
@@ -214,16 +207,7 @@ pub(crate) fn launch(
     let mut stage = 0;
     let mut smem = 0;
     let tiles = ntrail.div_ceil(BN);
-    let defs = |stage: u32| {
-        defines(
-            vec4,
-            warps,
-            stage,
-            row_split,
-            staging.l2_hints,
-            staging.reverse,
-        )
-    };
+    let defs = |stage: u32| defines(vec4, warps, stage, row_split, staging.l2_hints);
     if depth > 0 && vec4 {
         let bytes = stage_bytes(warps, depth);
         let f = engine.function(&SOURCE, &defs(depth), APPLY)?;
@@ -292,7 +276,7 @@ mod tests {
     #[test]
     fn l2_hints_only_ride_on_a_ring() {
         let hint = |stage, hints| {
-            defines(true, 4, stage, 1, hints, false)
+            defines(true, 4, stage, 1, hints)
                 .into_iter()
                 .find(|(k, _)| k == "TC_L2HINT")
                 .map(|(_, v)| v)
@@ -304,7 +288,7 @@ mod tests {
         assert_eq!(hint(0, 2).as_deref(), Some("0"));
         // Every define the source requires is given, in its order (the
         // module cache refuses any other list).
-        let given: Vec<String> = defines(true, 8, 2, 1, 0, true)
+        let given: Vec<String> = defines(true, 8, 2, 1, 0)
             .into_iter()
             .map(|(k, _)| k)
             .collect();

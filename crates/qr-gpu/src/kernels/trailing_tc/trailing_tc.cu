@@ -307,15 +307,12 @@ extern "C" __global__ void TC_CLUSTER_ATTR __launch_bounds__(TC_THREADS, TC_MIN_
 #if TC_STAGE
     // A2 and V come through the ring again.
     static_assert(kTileStep == kRowStep, "the passes' slabs are the same rows");
-    // The row of the warp's k-th slab of this pass. With TC_REVERSE the
-    // pass starts from the slabs the W pass read last, the likeliest still
-    // in L2 (each tile is updated on its own, so the order changes no bit).
-    const auto slab_row = [&](int k) {
-        return warp * 16 + (TC_REVERSE ? nslab - 1 - k : k) * kTileStep;
-    };
-    constexpr int kDir = TC_REVERSE ? -1 : 1;
-    st = tc_stager_at(dyn, vm, as, lda, slab_row(TC_REVERSE && nslab == 0 ? -1 : 0), nrow, ncols,
-                      w, lane);
+    // The row of the warp's k-th slab of this pass: the pass starts from
+    // the slabs the W pass read last, the likeliest still in L2 (each tile
+    // row is updated on its own, so the order changes no bit).
+    const auto slab_row = [&](int k) { return warp * 16 + (nslab - 1 - k) * kTileStep; };
+    constexpr int kDir = -1;
+    st = tc_stager_at(dyn, vm, as, lda, slab_row(nslab == 0 ? -1 : 0), nrow, ncols, w, lane);
 #pragma unroll
     for (int k = 0; k < TC_STAGE - 1; ++k) {
         if (k < nslab)

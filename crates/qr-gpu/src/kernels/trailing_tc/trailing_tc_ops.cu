@@ -77,12 +77,6 @@
 #if TC_L2HINT && !TC_STAGE
 #error "TC_L2HINT needs TC_STAGE (the hints ride on the ring's copies)"
 #endif
-#ifndef TC_REVERSE
-#error "TC_REVERSE (1: the update pass takes the warp's slabs last to first) must be defined by the plan"
-#endif
-#if TC_REVERSE && !TC_STAGE
-#error "TC_REVERSE needs TC_STAGE"
-#endif
 #if TC_ROWSPLIT != 1 && TC_ROWSPLIT != 2 && TC_ROWSPLIT != 4 && TC_ROWSPLIT != 8
 #error "TC_ROWSPLIT is 1, 2, 4 or 8"
 #endif
