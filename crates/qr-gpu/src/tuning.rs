@@ -206,15 +206,6 @@ pub struct Tuning {
     pub batch_lanes: u32,
     /// Fewest matrices per SM for `batch_lanes`.
     pub batch_lanes_min_batch_per_sm: u32,
-    /// `blocked` plans whose register panel holds one row per thread (a
-    /// block alone on tall panels, 40 x 352): each thread holds 16 columns
-    /// of two rows instead, so the transposing butterfly sums 16 partials
-    /// over half a warp (15 exchanges instead of 31). SASS of the hot loop
-    /// (NVRTC 13.5, 384 threads, the cold path left out): 613 instructions
-    /// per two steps against 712. On: faster on the H100 (40 x 352 499
-    /// against 543 us in the benchmark set, 40 x 512 872.0 against 956.4 in
-    /// the sweep; docs/PERF.md, `reg_panel_halves`), GPU tests passing.
-    pub reg_panel_halves: bool,
     /// L2 eviction priorities of the staged tensor-core update
     /// (`tensor_stage_depth` > 0): 0 none; 1 A2's second read (the update pass)
     /// and its stores evict first, except the launch's first tile, whose
@@ -289,7 +280,6 @@ impl Default for Tuning {
             tensor_row_split_min_rows: 128,
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
-            reg_panel_halves: true,
             tensor_l2_hints: 1,
             tensor_l2_hints_min_l2: 2,
             q_max_cluster: 8,

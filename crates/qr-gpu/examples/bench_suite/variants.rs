@@ -42,9 +42,6 @@ const FEW_CASES: [&str; 6] = [
     "20,1024,1,dense",
 ];
 
-/// Sets one on/off switch of a tuning.
-type SetSwitch = fn(&mut Tuning, bool);
-
 /// One sweep row: case, knob label, forced strategy, tuning.
 type Variant = (&'static str, String, Option<Strategy>, Tuning);
 
@@ -182,21 +179,6 @@ pub(super) fn variants() -> Vec<Variant> {
             None,
             &t,
         );
-    }
-    // On/off switches, each swept off and on over its cases (the strategy
-    // forced where one is named, else the planner's plans).
-    let switches: [(&str, &[&str], Option<Strategy>, SetSwitch); 1] = [(
-        "register panel halves",
-        &["40,352,1,dense", "40,512,1,dense"],
-        None,
-        |t, on| t.reg_panel_halves = on,
-    )];
-    for (knob, specs, strat, set) in switches {
-        for on in [false, true] {
-            let mut t = base.clone();
-            set(&mut t, on);
-            add(&mut variants, specs, format!("{knob} {on}"), strat, &t);
-        }
     }
     for lanes in [1u32, 2] {
         // Lanes are planned outside graphs only: these few-matrix plans

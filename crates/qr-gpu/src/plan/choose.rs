@@ -270,12 +270,17 @@ pub fn plan(
         && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.tensor_trailing
         && !p.panel.checks_aside;
-    // Halves: one row per thread only (at two, the kernel's 128 registers
-    // spill, NVRTC 13.5).
-    p.panel.reg_halves = tuning.reg_panel_halves
-        && strategy == Strategy::Blocked
-        && p.panel.rows_per_thread == 1
-        && !p.panel.fold;
+    // Halves: `blocked` register panels of one row per thread (a block
+    // alone on tall panels, 40 x 352): each thread holds 16 columns of two
+    // rows instead, so the transposing butterfly sums 16 partials over half
+    // a warp (15 exchanges instead of 31; SASS of the hot loop, NVRTC 13.5,
+    // 384 threads: 613 instructions per two steps against 712). Faster on
+    // the H100 (40 x 352 499 against 543 us, 40 x 512 872.0 against 956.4;
+    // docs/PERF.md, "Two rows a thread by halves"), so the whole-row kernel
+    // serves these panels no more. Not at two rows a thread (the kernel's
+    // 128 registers spill, NVRTC 13.5).
+    p.panel.reg_halves =
+        strategy == Strategy::Blocked && p.panel.rows_per_thread == 1 && !p.panel.fold;
     p.panel.fused_checks = matches!(strategy, Strategy::Blocked | Strategy::Cluster)
         && p.panel.rows_per_thread > 0
         && p.panel.tensor_trailing

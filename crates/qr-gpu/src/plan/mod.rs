@@ -137,7 +137,7 @@ pub struct PanelPlan {
     /// 10108.4 / 9989.6; the other plans check in separate passes.
     pub fused_checks: bool,
     /// The register panel of a block alone holds half the columns of twice
-    /// the rows per thread (`Tuning::reg_panel_halves`).
+    /// the rows per thread (one row per thread, `blocked`).
     pub reg_halves: bool,
 }
 

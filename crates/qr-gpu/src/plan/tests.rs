@@ -22,27 +22,18 @@ fn strategies_parse_and_print() {
 
 #[test]
 fn halves_for_register_panels_of_one_row_per_thread() {
-    let t = Tuning {
-        reg_panel_halves: true,
-        ..Tuning::default()
-    };
+    let t = Tuning::default();
     let p = at(40, 352, &t);
     assert!(p.panel.reg_halves && p.panel.rows_per_thread == 1, "{p}");
     assert!(p.to_string().contains("by halves"));
     assert!(p.defines().contains(&("PREG_RPT".into(), "2".into())));
     assert!(p.defines().contains(&("PREG_HALVES".into(), "1".into())));
-    // Two rows per thread (the kernel would spill), the folding panel,
-    // clusters; on by default, off on request.
+    // Not two rows per thread (the kernel would spill), the folding panel,
+    // clusters.
     assert!(!at(640, 512, &t).panel.reg_halves);
     assert!(!at(60, 1024, &t).panel.reg_halves);
     assert!(!at(40, 176, &t).panel.reg_halves);
     assert!(!at(8, 2048, &t).panel.reg_halves);
-    assert!(at(40, 352, &Tuning::default()).panel.reg_halves);
-    let off = Tuning {
-        reg_panel_halves: false,
-        ..Tuning::default()
-    };
-    assert!(!at(40, 352, &off).panel.reg_halves);
 }
 
 #[test]
