@@ -385,16 +385,26 @@ ptxas info    : Used 32 registers, used 0 barriers
     }
 
     /// The Q operations' own kernels (kernels/q) compile for every device
-    /// above; their updates are the plans' trailing_tc modules, compiled by
-    /// the test before.
+    /// above, with every cluster size it has (`Q_CLUSTER`); their per-block
+    /// updates are the plans' trailing_tc modules, compiled by the test
+    /// before.
     #[test]
     #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
     fn nvrtc_q_kernels_compile_from_sm80_to_sm120() {
         crate::probe::check_nvrtc().expect("libnvrtc");
         for d in devices() {
-            let line = check_module(&crate::kernels::q::SOURCE, &[], d.compute_capability)
-                .unwrap_or_else(|e| panic!("{}: {e}", d.name));
-            println!("{}: {line}", d.name);
+            // Clusters of blocks from sm_90 on.
+            let clusters: &[u32] = if d.compute_capability.0 >= 9 {
+                &[1, 2, 4, 8]
+            } else {
+                &[1]
+            };
+            for &c in clusters {
+                let defs = crate::kernels::q::defines(c);
+                let line = check_module(&crate::kernels::q::SOURCE, &defs, d.compute_capability)
+                    .unwrap_or_else(|e| panic!("{} cluster {c}: {e}", d.name));
+                println!("{} cluster {c}: {line}", d.name);
+            }
         }
     }
 
@@ -450,12 +460,14 @@ ptxas info    : Used 32 registers, used 0 barriers
         // Compiled side by side, each module's PTX is one compiled alone.
         // NVRTC 13.5 gives the folding pipelined panel one of two texts
         // (about once in 15 compiles, serially too: golden.rs, PTX_TRIES),
-        // so a differing module is compiled alone again before it fails.
+        // so a differing module is compiled alone again, until the rare
+        // text comes too (64 tries: a miss about once in 1,300 runs, where
+        // 8 missed once in 25) or the test fails.
         for ((src, def), alone) in mods.iter().zip(&texts[0]) {
             let (ptx, cached) = crate::nvrtc::compile_cached(src, def, (9, 0), &empty).unwrap();
             let warmed = ptx.to_src();
             let same = warmed == *alone
-                || (0..8).any(|_| {
+                || (0..64).any(|_| {
                     crate::nvrtc::compile_into(src, def, (9, 0), &PtxCache::at(None))
                         .unwrap()
                         .to_src()

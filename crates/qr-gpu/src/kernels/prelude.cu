@@ -300,6 +300,18 @@ __device__ __forceinline__ unsigned qr_tf32(float x) {
     return (qr_f32_bits(x) + 0x1000u) & 0xffffe000u;
 }
 
+// x = hi + lo as two tf32 registers: hi = qr_tf32(x), lo the exact rest.
+// The tensor cores read a tf32 operand's top 19 bits, so the unrounded
+// rest enters a product truncated: its dropped bits lie below 2^-21 of x,
+// beside the 2^-22 of the lo * lo product a 3-pass split leaves out
+// anyway. (Rounding it too, two integer instructions more, was slower:
+// docs/PERF.md.)
+__device__ __forceinline__ void qr_split_tf32(float x, unsigned& hi, unsigned& lo) {
+    hi = qr_tf32(x);
+    const float rest = x - qr_bits_f32(hi);  // exact
+    lo = qr_f32_bits(rest);
+}
+
 // d += a * b on one 16 x 8 tile of mma.sync.m16n8k8 with tf32 operands and
 // float32 accumulation (the emulator's form under CUDASIM).
 __device__ __forceinline__ void qr_mma_tf32(float (&d)[4], const unsigned (&a)[4],

@@ -292,11 +292,6 @@ __device__ __forceinline__ q_f4 q_slot4(const float* slot, int row, int u) {
     return *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (u ^ qr_swz(row)));
 }
 
-__device__ __forceinline__ void q_split(float x, unsigned& hi, unsigned& lo) {
-    hi = qr_tf32(x);
-    lo = qr_f32_bits(x - qr_bits_f32(hi));  // the tensor cores read its top 19 bits
-}
-
 __device__ __forceinline__ void q_mma3(float (&d)[4], const unsigned (&ahi)[4],
                                        const unsigned (&alo)[4], const unsigned (&bhi)[2],
                                        const unsigned (&blo)[2]) {
@@ -431,16 +426,16 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
                 unsigned ahi[2][4], alo[2][4];
 #pragma unroll
                 for (int mt = 0; mt < 2; ++mt) {
-                    q_split(vv[sl][0].x[2 * mt], ahi[mt][0], alo[mt][0]);
-                    q_split(vv[sl][0].x[2 * mt + 1], ahi[mt][1], alo[mt][1]);
-                    q_split(vv[sl][1].x[2 * mt], ahi[mt][2], alo[mt][2]);
-                    q_split(vv[sl][1].x[2 * mt + 1], ahi[mt][3], alo[mt][3]);
+                    qr_split_tf32(vv[sl][0].x[2 * mt], ahi[mt][0], alo[mt][0]);
+                    qr_split_tf32(vv[sl][0].x[2 * mt + 1], ahi[mt][1], alo[mt][1]);
+                    qr_split_tf32(vv[sl][1].x[2 * mt], ahi[mt][2], alo[mt][2]);
+                    qr_split_tf32(vv[sl][1].x[2 * mt + 1], ahi[mt][3], alo[mt][3]);
                 }
 #pragma unroll
                 for (int nt = 0; nt < 4; ++nt) {
                     unsigned bhi[2], blo[2];
-                    q_split(xx[sl][0].x[nt], bhi[0], blo[0]);
-                    q_split(xx[sl][1].x[nt], bhi[1], blo[1]);
+                    qr_split_tf32(xx[sl][0].x[nt], bhi[0], blo[0]);
+                    qr_split_tf32(xx[sl][1].x[nt], bhi[1], blo[1]);
 #pragma unroll
                     for (int mt = 0; mt < 2; ++mt) q_mma3(d[mt][nt], ahi[mt], alo[mt], bhi, blo);
                 }
@@ -513,8 +508,8 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
             for (int nt = 0; nt < 4; ++nt) {
                 const int r = 16 * (ks >> 1) + 4 * tq + 2 * (ks & 1);
                 const int col = 16 * (nt >> 1) + 4 * (g >> 1) + 2 * (nt & 1) + (g & 1);
-                q_split(w2s[r][col], bhi[ks][nt][0], blo[ks][nt][0]);
-                q_split(w2s[r + 1][col], bhi[ks][nt][1], blo[ks][nt][1]);
+                qr_split_tf32(w2s[r][col], bhi[ks][nt][0], blo[ks][nt][0]);
+                qr_split_tf32(w2s[r + 1][col], bhi[ks][nt][1], blo[ks][nt][1]);
             }
         const int top = max(p, row0);
         if (top + 16 * warp < row1) q_stage_v(ring_at, vk, top + 16 * warp - p, nrow, lane);
@@ -540,10 +535,10 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
             for (int ks = 0; ks < 4; ++ks) {
                 const int cc = ks >> 1, jj = 2 * (ks & 1);
                 unsigned ahi[4], alo[4];
-                q_split(vq[0][cc].x[jj], ahi[0], alo[0]);
-                q_split(vq[1][cc].x[jj], ahi[1], alo[1]);
-                q_split(vq[0][cc].x[jj + 1], ahi[2], alo[2]);
-                q_split(vq[1][cc].x[jj + 1], ahi[3], alo[3]);
+                qr_split_tf32(vq[0][cc].x[jj], ahi[0], alo[0]);
+                qr_split_tf32(vq[1][cc].x[jj], ahi[1], alo[1]);
+                qr_split_tf32(vq[0][cc].x[jj + 1], ahi[2], alo[2]);
+                qr_split_tf32(vq[1][cc].x[jj + 1], ahi[3], alo[3]);
 #pragma unroll
                 for (int nt = 0; nt < 4; ++nt) q_mma3(d[nt], ahi, alo, bhi[ks][nt], blo[ks][nt]);
             }

@@ -110,19 +110,9 @@ struct alignas(16) tc_f4 {
 // ---- splits: x = hi + lo, each part in the mma's input format ----
 
 #if TC_SPLIT == 0
-// One tf32 register per value (prelude.cu's qr_tf32: rounded to nearest,
-// ties away, in two integer instructions); a NaN stays a NaN in A2 itself
-// (only its split operand may change), so its matrix is still flagged.
-__device__ __forceinline__ void tc_split1(float x, unsigned& hi, unsigned& lo) {
-    hi = qr_tf32(x);
-    const float rest = x - qr_bits_f32(hi);  // exact
-    // The tensor cores read a tf32 operand's top 19 bits, so the unrounded
-    // rest enters the product truncated: its dropped bits lie below 2^-21
-    // of x, beside the 2^-22 of the lo * lo product the split leaves out
-    // anyway. (Rounding it too, two integer instructions more, was slower:
-    // docs/PERF.md.)
-    lo = qr_f32_bits(rest);
-}
+// One tf32 register per value (prelude.cu's qr_split_tf32); a NaN stays a
+// NaN in A2 itself (only its split operand may change), so its matrix is
+// still flagged.
 #else
 // Two 16-bit values per register, `e0` in the low half (the lower k index).
 __device__ __forceinline__ unsigned tc_pack(float e0, float e1) {
@@ -159,7 +149,7 @@ __device__ __forceinline__ void tc_split_a(const float (&x)[TC_KPACK][4], unsign
                                            unsigned (&lo)[4]) {
 #if TC_SPLIT == 0
 #pragma unroll
-    for (int i = 0; i < 4; ++i) tc_split1(x[0][i], hi[i], lo[i]);
+    for (int i = 0; i < 4; ++i) qr_split_tf32(x[0][i], hi[i], lo[i]);
 #else
     tc_split2(x[0][0], x[0][2], hi[0], lo[0]);
     tc_split2(x[0][1], x[0][3], hi[1], lo[1]);
@@ -172,8 +162,8 @@ __device__ __forceinline__ void tc_split_a(const float (&x)[TC_KPACK][4], unsign
 __device__ __forceinline__ void tc_split_b(const float (&x)[TC_KPACK][2], unsigned (&hi)[2],
                                            unsigned (&lo)[2]) {
 #if TC_SPLIT == 0
-    tc_split1(x[0][0], hi[0], lo[0]);
-    tc_split1(x[0][1], hi[1], lo[1]);
+    qr_split_tf32(x[0][0], hi[0], lo[0]);
+    qr_split_tf32(x[0][1], hi[1], lo[1]);
 #else
     tc_split2(x[0][0], x[0][1], hi[0], lo[0]);
     tc_split2(x[1][0], x[1][1], hi[1], lo[1]);
