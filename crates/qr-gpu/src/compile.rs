@@ -394,7 +394,7 @@ ptxas info    : Used 32 registers, used 0 barriers
         crate::probe::check_nvrtc().expect("libnvrtc");
         for d in devices() {
             // Clusters of blocks from sm_90 on.
-            let clusters: &[u32] = if d.compute_capability.0 >= 9 {
+            let clusters: &[u32] = if crate::plan::has_clusters(&d) {
                 &[1, 2, 4, 8]
             } else {
                 &[1]

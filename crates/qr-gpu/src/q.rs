@@ -66,7 +66,7 @@ impl OnChip {
         if ormqr && n > tuning.q_ormqr_on_chip_max_n {
             return Self(None);
         }
-        let most = if device.compute_capability.0 >= 9 {
+        let most = if crate::plan::has_clusters(device) {
             tuning.q_max_cluster
         } else {
             tuning.q_max_cluster.min(1)

@@ -161,19 +161,18 @@ fn geqrf_modules(plan: &Plan) -> Vec<Module> {
 }
 
 /// The modules of `orgqr` and of `ormqr` with `C` of `n x n` under the
-/// update plan `q` on `device`: the Q kernels (one block a tile), those of
-/// the cluster size that holds the tile where one block does not, and
-/// where the blocks are applied one per launch (the tile does not fit on
-/// chip even over a cluster) the tensor-core
-/// update variants `q`'s own update may load (its vectorized loads need
-/// rows of a multiple of 4 floats, `n` for both here, as for the geqrf
-/// update).
-fn q_modules(q: &Plan, device: &DeviceInfo, ormqr: bool) -> Vec<Module> {
+/// update plan `q`, the blocks applied as `on_chip` says: the Q kernels
+/// (one block a tile), those of the cluster size that holds the tile where
+/// one block does not, and where the blocks are applied one per launch the
+/// tensor-core update variants `q`'s own update may load (its vectorized
+/// loads need rows of a multiple of 4 floats, `n` for both here, as for
+/// the geqrf update).
+fn q_modules(q: &Plan, on_chip: Option<u32>) -> Vec<Module> {
     let mut out = vec![Module {
         src: &qk::SOURCE,
         defines: qk::defines(1),
     }];
-    match crate::q::OnChip::choose(q.shape.n(), device, &Tuning::default(), ormqr).0 {
+    match on_chip {
         Some(1) => return out,
         Some(c) => {
             out.push(Module {
@@ -334,13 +333,13 @@ pub(super) fn manifest() -> Manifest {
                             plan_lines(&mut text, "update plan", &q);
                         }
                         q.as_ref()
-                            .map(|q| q_modules(q, d, ormqr))
+                            .map(|q| q_modules(q, on_chip))
                             .unwrap_or_default()
                     }
                     Op::Qr => {
-                        let on_chip = crate::q::OnChip::choose(n, d, &tuning, false).0.is_some();
+                        let on_chip = crate::q::OnChip::choose(n, d, &tuning, false).0;
                         let mut plans = vec![("plan", &geqrf)];
-                        if on_chip {
+                        if on_chip.is_some() {
                             let _ = writeln!(text, "blocks applied: on chip");
                         } else {
                             plans.push(("update plan", &q));
@@ -354,7 +353,7 @@ pub(super) fn manifest() -> Manifest {
                         let mut m = geqrf.as_ref().map(geqrf_modules).unwrap_or_default();
                         m.extend(
                             q.as_ref()
-                                .map(|q| q_modules(q, d, false))
+                                .map(|q| q_modules(q, on_chip))
                                 .unwrap_or_default(),
                         );
                         m

@@ -17,7 +17,7 @@ mod tests;
 
 pub use choose::plan;
 pub(crate) use fit::STATIC_SMEM_RESERVE;
-pub use fit::{panel_fit_rows, smem_fit_n};
+pub use fit::{has_clusters, panel_fit_rows, smem_fit_n};
 
 /// How a batch is factored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]

@@ -66,8 +66,8 @@ fn q_orgqr_orders(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// All four products, `k` narrower than and equal to `n`, off the 16-byte
-/// vectors too; the tile in one block up to n = 1000, over a cluster of 2
-/// at n = 1500 (227 KiB a block).
+/// vectors too; the tile on chip up to n = 176, one update per block from
+/// n = 513 on (`Tuning::q_ormqr_on_chip_max_n`).
 fn q_ormqr_products(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let orders = [
         (5, 3),

@@ -241,10 +241,13 @@ struct alignas(16) q_f4 {
     float x[4];
 };
 
-// Unit u (four columns) of tile row r lives at unit u ^ qr_swz(r)
-// (prelude.cu: the passes' reads are free of bank conflicts).
+// Float offset of unit u (four columns) of row `row` in the tile or a ring
+// slot: it lives at unit u ^ qr_swz(row) (prelude.cu: the passes' reads
+// are free of bank conflicts).
+__device__ __forceinline__ int q_at(int row, int u) { return row * 32 + 4 * (u ^ qr_swz(row)); }
+
 __device__ __forceinline__ q_f4& q_unit(float* xs, int row, int u) {
-    return *reinterpret_cast<q_f4*>(xs + row * 32 + 4 * (u ^ qr_swz(row)));
+    return *reinterpret_cast<q_f4*>(xs + q_at(row, u));
 }
 
 __device__ __forceinline__ q_f4 q_zero4() {
@@ -265,7 +268,7 @@ __device__ __forceinline__ void q_stage_v(unsigned slot, const float* __restrict
     for (int i = 0; i < 4; ++i) {
         const int row = rr + 4 * i;
         const bool in = r + row < nrow;
-        qr_cp16(slot + 4 * (row * 32 + 4 * (u ^ qr_swz(row))),
+        qr_cp16(slot + 4 * q_at(row, u),
                 in ? vk + (long long)(r + row) * 32 + 4 * u : vk, in ? 16 : 0);
     }
     qr_cp_commit();
@@ -289,7 +292,7 @@ __device__ __forceinline__ const float* q_ring_slab(const float* ring, unsigned 
 
 // A ring slot's four V values of slab row `row`, unit `u`.
 __device__ __forceinline__ q_f4 q_slot4(const float* slot, int row, int u) {
-    return *reinterpret_cast<const q_f4*>(slot + row * 32 + 4 * (u ^ qr_swz(row)));
+    return *reinterpret_cast<const q_f4*>(slot + q_at(row, u));
 }
 
 __device__ __forceinline__ void q_mma3(float (&d)[4], const unsigned (&ahi)[4],
@@ -369,7 +372,7 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
         __syncthreads();
         const int r = c0 + tid - row0;
         if (tid < width && r >= 0 && r < rows)
-            xs[r * 32 + 4 * ((tid >> 2) ^ qr_swz(r)) + (tid & 3)] = 1.0f;
+            xs[q_at(r, tid >> 2) + (tid & 3)] = 1.0f;
     } else {
         for (int e = rows * 8 + tid; e < share * 8; e += Q_THREADS)
             q_unit(xs, e >> 3, e & 7) = q_zero4();
@@ -382,7 +385,7 @@ extern "C" __global__ void Q_CLUSTER_ATTR __launch_bounds__(Q_THREADS, Q_CLUSTER
     for (int s = 0; s < steps; ++s) {
         const int k = mode == 2 ? first + s : first - s;
         const int p = 32 * k, nrow = n - p;
-        const float* vk = v + m * v_stride + 32LL * ((long long)k * n - 16LL * k * (k - 1));
+        const float* vk = v + m * v_stride + q_v_offset(n, k);
         const float* tk = t + ((long long)m * kb + k) * 1024;
         for (int e = tid; e < 1024; e += Q_THREADS) ts[e >> 5][e & 31] = tk[e];
         // Rows of X that can be non-zero: orgqr's tile holds only its
