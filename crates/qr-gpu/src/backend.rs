@@ -20,6 +20,10 @@ use crate::q::{self as qops, QOp, QOperands};
 use crate::tuning::Tuning;
 use crate::workspace::{alloc_error, dptr};
 
+mod external;
+
+pub use external::{ExternalStream, RAW_ALIGN, RawBuffer, RawFactors};
+
 /// The CUDA engine as a qr-core [`Backend`] (name `"gpu"`).
 #[derive(Debug, Clone)]
 pub struct GpuBackend {

@@ -5,7 +5,9 @@
 //!   present (cudarc loads everything dynamically, so this crate builds and
 //!   its CPU-side tests run anywhere).
 //! - [`GpuBackend`] is the host [`qr_core::Backend`] and the device-resident
-//!   API ([`GpuBackend::geqrf_device`]) that its `bench` times with CUDA events.
+//!   API ([`GpuBackend::geqrf_device`]) that its `bench` times with CUDA events;
+//!   [`GpuBackend::geqrf_raw`] and its twins run on buffers and a stream that
+//!   the caller owns (a framework's tensors, on its current stream).
 //! - `orgqr`, `ormqr` and `qr` form every 32-column block's V and T at once
 //!   from `(H, tau)`, then apply the blocks with the tensor-core update's
 //!   arithmetic, each 32-column tile of the result held on chip while it
@@ -54,7 +56,9 @@ mod q;
 mod tuning;
 mod workspace;
 
-pub use backend::{DeviceFactorization, GpuBackend};
+pub use backend::{
+    DeviceFactorization, ExternalStream, GpuBackend, RAW_ALIGN, RawBuffer, RawFactors,
+};
 pub use compile::compile_plans;
 pub use error::GpuError;
 pub use plan::{PanelPlan, Plan, Strategy, panel_fit_rows, plan, smem_fit_n};

@@ -12,7 +12,7 @@ use std::borrow::Cow;
 use dlpark::ffi::{DLDataType, DLDataTypeCode, DLDevice, DLDeviceType};
 use dlpark::python::{ImportRequest, ImportedDlpack};
 use dlpark::tensor::TensorRef;
-use pyo3::exceptions::{PyBufferError, PyMemoryError, PyNotImplementedError, PyTypeError};
+use pyo3::exceptions::{PyBufferError, PyMemoryError, PyTypeError};
 use pyo3::exceptions::{PyOverflowError, PyValueError};
 use pyo3::prelude::*;
 
@@ -28,8 +28,8 @@ pub struct Input {
 /// Imports `obj` (argument `name` of the call) through DLPack and copies it.
 ///
 /// Errors: `TypeError` for an object without DLPack support or a dtype other
-/// than float32; `NotImplementedError` for a CUDA tensor (this build has no
-/// GPU path yet); `ValueError` for any other non-CPU device.
+/// than float32; `ValueError` for a tensor on any device but the CPU (the
+/// Python layer sends CUDA tensors to the CUDA path).
 pub fn import_f32(obj: &Bound<'_, PyAny>, name: &str) -> PyResult<Input> {
     if !obj.hasattr("__dlpack__")? {
         return Err(PyTypeError::new_err(format!(
@@ -144,14 +144,11 @@ fn element_offsets(shape: &[i64], strides: &[i64]) -> Option<impl Iterator<Item 
 fn check_device(device: DLDevice, name: &str) -> PyResult<()> {
     match device.device_type {
         DLDeviceType::CPU => Ok(()),
-        DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED => {
-            Err(PyNotImplementedError::new_err(format!(
-                "{name}: GPU tensors are not supported by this build of qr_rs yet (got a \
-                 tensor on CUDA device {}); move it to the CPU (`.cpu()`), or wait for the \
-                 GPU path, which runs on the tensor's own stream",
-                device.device_id
-            )))
-        }
+        DLDeviceType::CUDA | DLDeviceType::CUDAMANAGED => Err(PyValueError::new_err(format!(
+            "{name}: a tensor on CUDA device {} reached the CPU path: every tensor of a \
+             call must be on one device (the `qr_rs` functions run CUDA tensors on their GPU)",
+            device.device_id
+        ))),
         other => Err(PyValueError::new_err(format!(
             "{name}: tensors on DLPack device type {} (device {}) are not supported: only \
              CPU tensors are",

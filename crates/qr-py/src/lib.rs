@@ -1,20 +1,19 @@
 //! `qr_rs._native`: the Rust half of the `qr_rs` Python package.
 //!
-//! Each function takes objects with `__dlpack__` (any leading batch
-//! dimensions, then `n x n` float32 matrices), checks them, copies them
-//! while the GIL is held, computes on the CPU backend with the GIL
-//! released, and returns its results as [`export::Array`]s that the Python
-//! layer hands to the caller's framework (`torch.from_dlpack`,
-//! `numpy.from_dlpack`). The contract (layout, `geqrf`'s convention,
-//! `info` codes) is `qr_core`'s; the Python docstrings are in
-//! `python/qr_rs/__init__.py`.
-//!
-//! CUDA tensors are refused with `NotImplementedError`: the GPU path of
-//! this package (zero copy, on torch's current stream) comes with the
-//! change that runs it on a device.
+//! The CPU functions take objects with `__dlpack__` (any leading batch
+//! dimensions, then `n x n` float32 matrices), check them, copy them
+//! while the GIL is held, compute on the CPU backend with the GIL
+//! released, and return their results as [`export::Array`]s that the
+//! Python layer hands to the caller's framework (`torch.from_dlpack`,
+//! `numpy.from_dlpack`). The `*_cuda` functions ([`cuda`]) take CUDA
+//! tensors, results included (allocated by the caller's framework), and
+//! queue the CUDA engine on the caller's stream without copying. The
+//! contract (layout, `geqrf`'s convention, `info` codes) is `qr_core`'s;
+//! the Python docstrings are in `python/qr_rs/__init__.py`.
 
 #![warn(missing_docs)]
 
+mod cuda;
 mod export;
 mod import;
 
@@ -70,7 +69,11 @@ struct Square {
 impl Square {
     /// Checks that `input` (argument `name`) has shape `(..., n, n)`.
     fn of(input: &Input, name: &str) -> PyResult<Self> {
-        let dims = &input.shape;
+        Self::of_dims(&input.shape, name)
+    }
+
+    /// Checks that `dims` (of argument `name`) is `(..., n, n)`.
+    fn of_dims(dims: &[usize], name: &str) -> PyResult<Self> {
         let r = dims.len();
         if r < 2 || dims[r - 1] != dims[r - 2] {
             return Err(PyValueError::new_err(format!(
@@ -217,26 +220,7 @@ fn ormqr(
             Transpose::No
         },
     };
-    let dims = &c.shape;
-    let r = dims.len();
-    let ok_batch = r == s.batch_dims.len() + 2 && dims[..r - 2] == s.batch_dims[..];
-    let k = match (ok_batch, left) {
-        (true, true) if dims[r - 2] == s.n => Some(dims[r - 1]),
-        (true, false) if dims[r - 1] == s.n => Some(dims[r - 2]),
-        _ => None,
-    };
-    let Some(k) = k else {
-        let want = if left { "(n, k)" } else { "(k, n)" };
-        return Err(PyValueError::new_err(format!(
-            "C: with left={}, expected shape {}+{want} with n = {} to match H of shape {}, \
-             got shape {}",
-            if left { "True" } else { "False" },
-            tuple(&s.batch_dims),
-            s.n,
-            tuple(&s.dims(&[s.n, s.n])),
-            tuple(dims)
-        )));
-    };
+    let k = c_cols(&s, &c.shape, left)?;
     let mut info = vec![Info::OK; s.shape.info_len()];
     py.detach(|| {
         let f = Reflectors::new(s.shape, &h, &tau)?;
@@ -246,6 +230,30 @@ fn ormqr(
     .map_err(to_py_err)?;
     let tail = if left { [s.n, k] } else { [k, s.n] };
     Ok((s.f32(&tail, c.data)?, s.info(info)?))
+}
+
+/// The `k` of `C` (shape `dims`) that `op(Q)` of `s`'s reflectors applies
+/// to: `C` is `(..., n, k)` from the left, `(..., k, n)` from the right.
+fn c_cols(s: &Square, dims: &[usize], left: bool) -> PyResult<usize> {
+    let r = dims.len();
+    let ok_batch = r == s.batch_dims.len() + 2 && dims[..r - 2] == s.batch_dims[..];
+    let k = match (ok_batch, left) {
+        (true, true) if dims[r - 2] == s.n => Some(dims[r - 1]),
+        (true, false) if dims[r - 1] == s.n => Some(dims[r - 2]),
+        _ => None,
+    };
+    k.ok_or_else(|| {
+        let want = if left { "(n, k)" } else { "(k, n)" };
+        PyValueError::new_err(format!(
+            "C: with left={}, expected shape {}+{want} with n = {} to match H of shape {}, \
+             got shape {}",
+            if left { "True" } else { "False" },
+            tuple(&s.batch_dims),
+            s.n,
+            tuple(&s.dims(&[s.n, s.n])),
+            tuple(dims)
+        ))
+    })
 }
 
 /// `qr(a) -> (q, r, info)`.
@@ -278,6 +286,11 @@ fn _native(m: &Bound<'_, PyModule>) -> PyResult<()> {
     m.add_function(wrap_pyfunction!(ormqr, m)?)?;
     m.add_function(wrap_pyfunction!(qr, m)?)?;
     m.add_function(wrap_pyfunction!(describe_cpu, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda::describe_cuda, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda::geqrf_cuda, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda::orgqr_cuda, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda::ormqr_cuda, m)?)?;
+    m.add_function(wrap_pyfunction!(cuda::qr_cuda, m)?)?;
     Ok(())
 }
 

@@ -96,8 +96,17 @@ def test_a_non_cpu_producer_is_refused_by_device():
         def __dlpack__(self, **kwargs):
             raise AssertionError("must be refused before exporting")
 
-    with pytest.raises(NotImplementedError, match="GPU tensors are not supported"):
+    # The CUDA path writes into arrays that torch or CuPy allocate.
+    with pytest.raises(NotImplementedError, match="CUDA arrays of .* are not supported"):
         qr_rs.qr(OnCuda())
+    # A CUDA tensor handed to the CPU functions directly.
+    from qr_rs import _native
+
+    with pytest.raises(ValueError, match="reached the CPU path"):
+        _native.geqrf(OnCuda())
+    # A CUDA tensor among CPU ones.
+    with pytest.raises(ValueError, match="H is on the CPU while tau is on CUDA device 0"):
+        qr_rs.householder_product(square(2, 3, 3), OnCuda())
 
     class OnMetal(OnCuda):
         def __dlpack_device__(self):

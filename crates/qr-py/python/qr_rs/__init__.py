@@ -11,11 +11,19 @@ another framework's CPU arrays. Results come back as the input's framework
 module's ``from_dlpack``, else as numpy arrays).
 
 - CPU tensors run on qr-rs's CPU engine (blocked compact-WY, all cores).
-  CUDA tensors raise ``NotImplementedError``: this build has no GPU path yet.
-- Inputs are copied before computing, so non-contiguous (transposed,
+  Inputs are copied before computing, so non-contiguous (transposed,
   sliced, broadcast) inputs are accepted, and the inputs are never written.
-- The GIL is released while computing: several Python threads may call
-  these functions at once.
+- CUDA tensors (torch, CuPy) run on qr-rs's CUDA engine for their device,
+  created on first use (its kernels compile once per process, and are
+  kept across processes in the PTX cache, ``QR_GPU_CACHE_DIR``). Zero
+  copy: inputs are read in place where they are contiguous and start on
+  a 256-byte boundary (else copied first), results are allocated by the
+  input's framework on its device. The work is queued on the framework's
+  current stream of that device, ordered with the caller's other kernels
+  like a torch operation: the call returns without waiting for the GPU.
+  Inputs are never written.
+- The GIL is released while computing (or queueing): several Python
+  threads may call these functions at once.
 - Results do not carry autograd history. A torch tensor that requires grad
   is refused while grad mode is on (``torch.no_grad()`` or ``.detach()``).
 - ``return_info=True`` adds ``info``, an int32 array of the batch shape: 0
@@ -30,7 +38,7 @@ import sys
 from collections import namedtuple
 from typing import Any, Callable, Tuple
 
-from . import _native
+from . import _cuda, _native
 
 __all__ = [
     "geqrf",
@@ -55,8 +63,17 @@ QRResult = namedtuple("QRResult", ["Q", "R"])
 QRInfoResult = namedtuple("QRInfoResult", ["Q", "R", "info"])
 
 
-def backend() -> str:
-    """One line naming the engine that CPU tensors run on."""
+def backend(device: Any = None) -> str:
+    """One line naming the engine that CPU tensors run on, or, given a
+    CUDA tensor (or a torch device such as ``"cuda:0"``), the engine of
+    that tensor's device (created if needed)."""
+    if device is None:
+        return _native.describe_cpu()
+    if _cuda.device_of(device) is not None:
+        return _native.describe_cuda(_cuda.device_of(device)[1])
+    text = str(device)
+    if text == "cuda" or text.startswith("cuda:"):
+        return _native.describe_cuda(int(text.partition(":")[2] or 0))
     return _native.describe_cpu()
 
 
@@ -118,6 +135,15 @@ def _contiguous(x: Any) -> Any:
     return x
 
 
+def _on_cuda(tensors: Tuple[Any, ...]) -> bool:
+    return any(_cuda.device_of(t) is not None for t in tensors)
+
+
+def _cuda_call(fn: Callable[..., Any], tensors: Tuple[Any, ...], names: Tuple[str, ...], *args: Any):
+    prepared = tuple(_prepare(t, n) for t, n in zip(tensors, names))
+    return fn(_cuda.framework(prepared, names), *prepared, *args)
+
+
 def _call(fn: Callable[..., Any], tensors: Tuple[Any, ...], names: Tuple[str, ...], *args: Any):
     prepared = tuple(_prepare(t, n) for t, n in zip(tensors, names))
     try:
@@ -143,14 +169,15 @@ def geqrf(A: Any, *, return_info: bool = False):
     ``Q = H_0 H_1 ... H_{n-1}`` with ``H_j = I - tau[j] v_j v_j^T`` and
     ``A = Q R``. Signs follow LAPACK ``sgeqrf``.
 
-    ``A`` may be non-contiguous; it is copied and never written. With
-    ``return_info=True`` the result has a third field ``info`` (int32, the
-    batch shape). Raises ``TypeError`` for a dtype other than float32,
-    ``ValueError`` for a shape that is not ``(..., n, n)``,
-    ``NotImplementedError`` for CUDA tensors.
+    ``A`` may be non-contiguous (it is then copied); it is never written.
+    With ``return_info=True`` the result has a third field ``info`` (int32,
+    the batch shape). Raises ``TypeError`` for a dtype other than float32,
+    ``ValueError`` for a shape that is not ``(..., n, n)``.
     """
-    h, tau, info = _call(_native.geqrf, (A,), ("A",))
-    out = _out(A, (h, tau, info))
+    if _on_cuda((A,)):
+        out = _cuda_call(_cuda.geqrf, (A,), ("A",))
+    else:
+        out = _out(A, _call(_native.geqrf, (A,), ("A",)))
     return GeqrfInfoResult(*out) if return_info else GeqrfResult(*out[:2])
 
 
@@ -163,12 +190,15 @@ def householder_product(H: Any, tau: Any, *, return_info: bool = False):
     ``Q = H_0 H_1 ... H_{k-1}`` of shape ``(..., n, n)``. Batch shapes must
     match exactly (no broadcasting).
 
-    Inputs may be non-contiguous; they are copied and never written. With
+    Inputs may be non-contiguous (they are then copied); they are never
+    written. With
     ``return_info=True`` the result is ``(Q, info)``: ``info`` is 1 where
     the reflectors hold a NaN or an infinity (that ``Q`` is NaN).
     """
-    q, info = _call(_native.orgqr, (H, tau), ("H", "tau"))
-    q, info = _out(H, (q, info))
+    if _on_cuda((H, tau)):
+        q, info = _cuda_call(_cuda.orgqr, (H, tau), ("H", "tau"))
+    else:
+        q, info = _out(H, _call(_native.orgqr, (H, tau), ("H", "tau")))
     return (q, info) if return_info else q
 
 
@@ -193,12 +223,16 @@ def ormqr(
     computes ``C @ op(Q)`` for ``C`` of shape ``(..., m, n)``, with
     ``op(Q) = Q^T`` when ``transpose`` is true. Batch shapes must match.
 
-    Inputs may be non-contiguous; they are copied and never written (the
+    Inputs may be non-contiguous (they are then copied); they are never
+    written (the
     result is a new array). With ``return_info=True`` the result is
     ``(C', info)``.
     """
-    c, info = _call(_native.ormqr, (H, tau, C), ("H", "tau", "C"), bool(left), bool(transpose))
-    c, info = _out(H, (c, info))
+    names = ("H", "tau", "C")
+    if _on_cuda((H, tau, C)):
+        c, info = _cuda_call(_cuda.ormqr, (H, tau, C), names, bool(left), bool(transpose))
+    else:
+        c, info = _out(H, _call(_native.ormqr, (H, tau, C), names, bool(left), bool(transpose)))
     return (c, info) if return_info else c
 
 
@@ -211,14 +245,17 @@ def qr(A: Any, mode: str = "reduced", *, return_info: bool = False):
     ``geqrf``'s signs and ``Q`` its ``householder_product``. Mode ``"r"``
     returns ``(empty, R)`` as torch does.
 
-    ``A`` may be non-contiguous; it is copied and never written. With
+    ``A`` may be non-contiguous (it is then copied); it is never written.
+    With
     ``return_info=True`` the result has a third field ``info``; a matrix
     holding a NaN or an infinity gets 1 and NaN in its ``Q`` and ``R``.
     """
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    q, r, info = _call(_native.qr, (A,), ("A",))
-    q, r, info = _out(A, (q, r, info))
+    if _on_cuda((A,)):
+        q, r, info = _cuda_call(_cuda.qr, (A,), ("A",))
+    else:
+        q, r, info = _out(A, _call(_native.qr, (A,), ("A",)))
     if mode == "r":
         q = q[..., :0, :0].reshape(0)
     return QRInfoResult(q, r, info) if return_info else QRResult(q, r)

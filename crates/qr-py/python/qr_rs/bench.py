@@ -15,8 +15,9 @@ of a 256 MiB buffer (evicting the caches; on CUDA a device buffer, which
 flushes L2), one untimed warm-up call comes first, and the time is the
 median of repetitions run until ``--budget`` seconds per (case, op, side)
 have passed. On ``--device cuda`` the inputs live on the device and calls
-are timed with CUDA events on torch's current stream. This build of qr_rs
-has no GPU path: its columns say so and only the peers are timed there.
+are timed with CUDA events on torch's current stream, which qr_rs queues
+its work on (after the stream's earlier work, before its later work), so
+an event pair brackets the whole call, its stream ordering included.
 
 Every result timed is checked in float64 (``eps = 2^-23``, ``||.||_1`` the
 largest absolute column sum, per matrix, the worst reported):
@@ -293,11 +294,12 @@ def _np(x: Any) -> np.ndarray:
 
 
 def _qr_rs_cuda_reason(torch: Any) -> Optional[str]:
-    """None if qr_rs takes CUDA tensors, else why not (one line)."""
+    """None if qr_rs runs CUDA tensors here, else why not (one line)."""
     try:
         qr_rs.geqrf(torch.eye(2, device="cuda").unsqueeze(0))
-    except NotImplementedError as e:
-        return f"qr_rs: not timed on cuda, this build has no GPU path ({str(e).splitlines()[0]})"
+        torch.cuda.synchronize()
+    except (NotImplementedError, RuntimeError) as e:
+        return f"qr_rs: not timed on cuda ({str(e).splitlines()[0]})"
     return None
 
 
@@ -349,7 +351,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
     meta = {
         "device": args.device,
         "device_name": device_name,
-        "qr_rs_backend": qr_rs.backend(),
+        "qr_rs_backend": qr_rs.backend("cuda" if cuda and qr_rs_skip is None else None),
         "qr_rs_timed": qr_rs_skip is None,
         "qr_rs_note": qr_rs_skip,
         "peer": peer_lib,
@@ -362,7 +364,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
         "statistic": "median seconds per call (whole batch)",
     }
     log(f"device: {device_name}")
-    log(f"qr_rs: {qr_rs.backend()}")
+    log(f"qr_rs: {meta['qr_rs_backend']}")
     log(
         f"peer: {peer_lib} {meta['torch'] or np.__version__}"
         + (
