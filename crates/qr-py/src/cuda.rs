@@ -57,14 +57,31 @@ pub fn describe_cuda(device: i32) -> PyResult<String> {
     ))
 }
 
-/// The caller's stream as DLPack's consumer stream.
+/// The caller's stream as DLPack's consumer stream: by the contract of the
+/// `*_cuda` functions it is the producer's current stream of the device,
+/// on which the tensors are ready.
 struct Consumer(usize);
+
+/// A raw stream handle with CUDA's legacy default stream as one value (0
+/// and its DLPack sentinel 1 name the same stream).
+fn legacy_as_one(handle: usize) -> usize {
+    if handle == 0 { 1 } else { handle }
+}
 
 // SAFETY: the handle is the caller's current stream of the tensor's
 // device, passed in from Python by the same call, alive during it.
 unsafe impl DlpackStream for Consumer {
     fn as_python_arg(&self, _py: Python<'_>, _device: DLDevice) -> PyResult<StreamArg> {
         Ok(stream::cuda(self.0 as *mut c_void))
+    }
+
+    /// The C exchange path (torch): when the producer's work stream is the
+    /// caller's stream, the tensor is ready on it already and no Python
+    /// `__dlpack__` call (with its stream handshake) is needed; any other
+    /// stream takes the Python protocol, where the producer orders itself
+    /// before the caller's stream.
+    unsafe fn wait_for_producer(&self, _device: DLDevice, producer: *mut c_void) -> PyResult<bool> {
+        Ok(legacy_as_one(producer as usize) == legacy_as_one(self.0))
     }
 }
 
@@ -353,6 +370,17 @@ mod tests {
     fn the_wanted_dtypes_are_float32_and_int32() {
         assert!(F32.0.is::<f32>());
         assert!(I32.0.is::<i32>());
+    }
+
+    #[test]
+    fn the_legacy_default_stream_has_one_name() {
+        let c = Consumer(0);
+        // SAFETY: only compares handles.
+        unsafe {
+            assert!(c.wait_for_producer(DLDevice::cuda(0), std::ptr::without_provenance_mut(1)).unwrap());
+            assert!(c.wait_for_producer(DLDevice::cuda(0), std::ptr::null_mut()).unwrap());
+            assert!(!c.wait_for_producer(DLDevice::cuda(0), std::ptr::without_provenance_mut(0x1000)).unwrap());
+        }
     }
 
     #[test]

@@ -5,7 +5,7 @@ One process, one device. For each case of the design's benchmark set
 
 - ``geqrf``: ``qr_rs.geqrf`` against ``torch.geqrf``;
 - ``orgqr``: ``qr_rs.householder_product`` against
-  ``torch.linalg.householder_product``, on reflectors made once by ``geqrf``;
+  ``torch.linalg.householder_product``, each on reflectors made once by its own ``geqrf``;
 - ``qr``: ``qr_rs.qr`` against ``torch.linalg.qr`` (``numpy.linalg.qr``
   where torch is not installed, which computes in float64 internally;
   ``geqrf`` and ``orgqr`` then have no peer).
@@ -392,9 +392,14 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
             a = a.cuda() if cuda else a
         else:
             a = a_np
-        h = tau = None
-        if "orgqr" in args.ops:  # the reflectors, made once
-            h, tau = torch.geqrf(a) if cuda else qr_rs.geqrf(a)
+        # Each library's orgqr takes its own geqrf's reflectors, made once:
+        # what a caller chaining the two does (torch's are column-major,
+        # which qr_rs would copy first).
+        refl: Dict[str, Tuple[Any, Any]] = {}
+        if "orgqr" in args.ops:
+            refl["qr_rs"] = tuple(qr_rs.geqrf(a))
+            if peer_lib == "torch":
+                refl["torch"] = tuple(torch.geqrf(a))
         for op in args.ops:
             row: Dict[str, Any] = {
                 "shape": f"{batch0}x{n}",
@@ -413,18 +418,20 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
             }
             gated = None
             if qr_rs_skip is None:
+                h, tau = refl.get("qr_rs", (None, None))
                 fn = _calls(op, "qr_rs", torch, a, h, tau)
                 row["qr_rs_s"], row["qr_rs_reps"] = measure(timer, fn, args.budget)
-                gated = ("qr_rs", fn())
-            peer_fn = _calls(op, peer_lib, torch, a, h, tau)
+                gated = ("qr_rs", fn(), h, tau)
+            ph, ptau = refl.get(peer_lib, (None, None))
+            peer_fn = _calls(op, peer_lib, torch, a, ph, ptau)
             if peer_fn is not None:
                 row["peer_s"], row["peer_reps"] = measure(timer, peer_fn, args.budget)
                 if gated is None:
-                    gated = (row["peer"], peer_fn())
+                    gated = (row["peer"], peer_fn(), ph, ptau)
             if row["qr_rs_s"] and row["peer_s"]:
                 row["ratio"] = row["peer_s"] / row["qr_rs_s"]
             if gated is not None:
-                g = gate(op, a_np, _gate_inputs(op, a_np, gated[1], h, tau))
+                g = gate(op, a_np, _gate_inputs(op, a_np, *gated[1:]))
                 row.update(gated=gated[0], gate=g["values"])
                 row.update(gate_pass=g["gate_pass"], bar_pass=g["bar_pass"])
             rows.append(row)
