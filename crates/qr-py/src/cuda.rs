@@ -18,7 +18,7 @@ use dlpark::python::consumer::stream;
 use dlpark::python::{DlpackStream, ImportRequest, ImportedDlpack, StreamArg};
 use pyo3::exceptions::{PyBufferError, PyRuntimeError, PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use qr_core::{ApplyQ, QrError, Side, Transpose};
+use qr_core::QrError;
 use qr_gpu::{ExternalStream, GpuBackend, RawBuffer, RawFactors};
 
 use crate::import::dtype_name;
@@ -232,6 +232,26 @@ impl Call {
         t.buffer(name)
     }
 
+    /// Takes the input batch `(..., n, n)`.
+    fn square(&mut self, a: &Bound<'_, PyAny>) -> PyResult<(Square, RawBuffer<f32>)> {
+        let at = self.take(a, "A", F32)?;
+        let s = Square::of_dims(&at.shape, "A")?;
+        Ok((s, at.buffer("A")?))
+    }
+
+    /// Takes geqrf's results for `s`.
+    fn factors(
+        &mut self,
+        s: &Square,
+        (h, tau, info): (&Bound<'_, PyAny>, &Bound<'_, PyAny>, &Bound<'_, PyAny>),
+    ) -> PyResult<RawFactors> {
+        Ok(RawFactors {
+            h: self.output(h, "H", F32, &s.dims(&[s.n, s.n]))?,
+            tau: self.output(tau, "tau", F32, &s.dims(&[s.n]))?,
+            info: self.output(info, "info", I32, &s.dims(&[]))?,
+        })
+    }
+
     fn run(
         &self,
         py: Python<'_>,
@@ -255,14 +275,8 @@ pub fn geqrf_cuda(
     stream: usize,
 ) -> PyResult<()> {
     let mut call = Call::new(stream);
-    let at = call.take(a, "A", F32)?;
-    let s = Square::of_dims(&at.shape, "A")?;
-    let a = at.buffer("A")?;
-    let out = RawFactors {
-        h: call.output(h, "H", F32, &s.dims(&[s.n, s.n]))?,
-        tau: call.output(tau, "tau", F32, &s.dims(&[s.n]))?,
-        info: call.output(info, "info", I32, &s.dims(&[]))?,
-    };
+    let (s, a) = call.square(a)?;
+    let out = call.factors(&s, (h, tau, info))?;
     call.run(py, |g, st| g.geqrf_raw(st, s.shape, a, out))
 }
 
@@ -305,14 +319,7 @@ pub fn ormqr_cuda(
     let k = crate::c_cols(&s, &ct.shape, left)?;
     let c = ct.buffer("C")?;
     let info = call.output(info, "info", I32, &s.dims(&[]))?;
-    let op = ApplyQ {
-        side: if left { Side::Left } else { Side::Right },
-        transpose: if transpose {
-            Transpose::Yes
-        } else {
-            Transpose::No
-        },
-    };
+    let op = crate::apply_q(left, transpose);
     call.run(py, |g, st| {
         g.ormqr_raw(st, s.shape, (h, tau), (op, k), c, info)
     })
@@ -334,15 +341,9 @@ pub fn qr_cuda(
     stream: usize,
 ) -> PyResult<()> {
     let mut call = Call::new(stream);
-    let at = call.take(a, "A", F32)?;
-    let s = Square::of_dims(&at.shape, "A")?;
-    let a = at.buffer("A")?;
+    let (s, a) = call.square(a)?;
+    let f = call.factors(&s, (h, tau, info))?;
     let square = s.dims(&[s.n, s.n]);
-    let f = RawFactors {
-        h: call.output(h, "H", F32, &square)?,
-        tau: call.output(tau, "tau", F32, &s.dims(&[s.n]))?,
-        info: call.output(info, "info", I32, &s.dims(&[]))?,
-    };
     let q = call.output(q, "Q", F32, &square)?;
     let r = call.output(r, "R", F32, &square)?;
     call.run(py, |g, st| g.qr_raw(st, s.shape, a, f, (q, r)))
@@ -377,9 +378,18 @@ mod tests {
         let c = Consumer(0);
         // SAFETY: only compares handles.
         unsafe {
-            assert!(c.wait_for_producer(DLDevice::cuda(0), std::ptr::without_provenance_mut(1)).unwrap());
-            assert!(c.wait_for_producer(DLDevice::cuda(0), std::ptr::null_mut()).unwrap());
-            assert!(!c.wait_for_producer(DLDevice::cuda(0), std::ptr::without_provenance_mut(0x1000)).unwrap());
+            assert!(
+                c.wait_for_producer(DLDevice::cuda(0), std::ptr::without_provenance_mut(1))
+                    .unwrap()
+            );
+            assert!(
+                c.wait_for_producer(DLDevice::cuda(0), std::ptr::null_mut())
+                    .unwrap()
+            );
+            assert!(
+                !c.wait_for_producer(DLDevice::cuda(0), std::ptr::without_provenance_mut(0x1000))
+                    .unwrap()
+            );
         }
     }
 

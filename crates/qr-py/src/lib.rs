@@ -212,14 +212,7 @@ fn ormqr(
     let tau = import_f32(tau, "tau")?;
     let mut c = import_f32(c, "C")?;
     let (h, tau) = s.reflectors(h, tau)?;
-    let op = ApplyQ {
-        side: if left { Side::Left } else { Side::Right },
-        transpose: if transpose {
-            Transpose::Yes
-        } else {
-            Transpose::No
-        },
-    };
+    let op = apply_q(left, transpose);
     let k = c_cols(&s, &c.shape, left)?;
     let mut info = vec![Info::OK; s.shape.info_len()];
     py.detach(|| {
@@ -230,6 +223,18 @@ fn ormqr(
     .map_err(to_py_err)?;
     let tail = if left { [s.n, k] } else { [k, s.n] };
     Ok((s.f32(&tail, c.data)?, s.info(info)?))
+}
+
+/// torch's `ormqr` flags as qr-core's operation.
+fn apply_q(left: bool, transpose: bool) -> ApplyQ {
+    ApplyQ {
+        side: if left { Side::Left } else { Side::Right },
+        transpose: if transpose {
+            Transpose::Yes
+        } else {
+            Transpose::No
+        },
+    }
 }
 
 /// The `k` of `C` (shape `dims`) that `op(Q)` of `s`'s reflectors applies
