@@ -2,12 +2,13 @@
 //!
 //! The Python layer allocates every result with the input's framework
 //! (torch or CuPy) on the input's device and passes inputs, results and
-//! its current stream here. Each tensor is imported through DLPack with
-//! that stream as the consumer's (so the producer adds no synchronization
-//! of its own), checked (device, dtype, shape, contiguity, alignment), and
-//! the operation is queued by the device's engine ordered after the
-//! stream's earlier work and before its later work. Nothing waits on the
-//! host: a call returns as soon as the work is queued.
+//! its current stream here, on which every tensor is ready. Each tensor is
+//! imported through DLPack without a stream handshake (torch's C exchange
+//! API where it matches the stream, else `__dlpack__(stream=-1)`) and
+//! checked (device, dtype, shape, contiguity, alignment); the operation is
+//! queued by the device's engine ordered after the stream's earlier work
+//! and before its later work. Nothing waits on the host: a call returns as
+//! soon as the work is queued.
 
 use std::collections::HashMap;
 use std::ffi::c_void;
@@ -71,15 +72,19 @@ fn legacy_as_one(handle: usize) -> usize {
 // SAFETY: the handle is the caller's current stream of the tensor's
 // device, passed in from Python by the same call, alive during it.
 unsafe impl DlpackStream for Consumer {
+    /// The Python protocol (CuPy, or torch without the C exchange API):
+    /// the caller's stream is the producer's current stream, on which the
+    /// tensor is ready, so the producer is asked for no synchronization
+    /// (DLPack's -1). Handing it the stream itself would cost torch an
+    /// external-stream wrapper, an event and a wait per tensor.
     fn as_python_arg(&self, _py: Python<'_>, _device: DLDevice) -> PyResult<StreamArg> {
-        Ok(stream::cuda(self.0 as *mut c_void))
+        Ok(stream::no_sync())
     }
 
-    /// The C exchange path (torch): when the producer's work stream is the
-    /// caller's stream, the tensor is ready on it already and no Python
-    /// `__dlpack__` call (with its stream handshake) is needed; any other
-    /// stream takes the Python protocol, where the producer orders itself
-    /// before the caller's stream.
+    /// The C exchange path (torch): the tensor is ready on the producer's
+    /// work stream; when that is the caller's stream no `__dlpack__` call
+    /// is needed. Another stream declines, and the Python protocol above
+    /// follows.
     unsafe fn wait_for_producer(&self, _device: DLDevice, producer: *mut c_void) -> PyResult<bool> {
         Ok(legacy_as_one(producer as usize) == legacy_as_one(self.0))
     }
