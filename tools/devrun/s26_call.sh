@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# One device call of this session's: the qr_rs CUDA tests and bench (the
-# DLPack exchange path), the geqrf suite beside it, every GPU test, and
-# one ncu profile of orgqr's on-chip kernel. Run with carry [".devrun"]:
+# One device call of this session's: the sweep of q_block_rows (orgqr),
+# the qr_rs CUDA tests and bench (the DLPack exchange path), the geqrf
+# suite beside it, every GPU test, and one ncu profile of orgqr's on-chip
+# kernel. Run with carry [".devrun"]:
 #   bash tools/devrun/s26_call.sh NAME
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
@@ -9,6 +10,7 @@ b=.devrun/${1:?usage: s26_call.sh NAME}
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
 python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$b"/qr_rs-*.whl >>"$out/log.txt" 2>&1
 export PYTHONPATH=/tmp/site
+t timeout -k 5 90 "$b/bench_suite" --sweep --only q_block_rows >"$out/sweep_q.txt" 2>&1
 (cd crates/qr-py && t timeout -k 5 90 python3 -m pytest -q -rs tests/test_gpu.py >"$out/pytest.log" 2>&1)
 t timeout -k 5 120 python3 -m qr_rs.bench --device cuda --cases dense --budget 0.3 >"$out/bench.txt" 2>&1
 t timeout -k 5 60 "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >"$out/suite_geqrf.txt" 2>&1

@@ -281,7 +281,10 @@ mod tests {
             let e = RawBuffer::<f32>::new(0x1000 + 4, 4, "A").unwrap_err();
             assert!(e.to_string().contains("not aligned"), "{e}");
             let b = RawBuffer::<i32>::new(0x7f00_0000_0100, 3, "info").unwrap();
-            assert_eq!((b.ptr(), b.len(), b.is_empty()), (0x7f00_0000_0100, 3, false));
+            assert_eq!(
+                (b.ptr(), b.len(), b.is_empty()),
+                (0x7f00_0000_0100, 3, false)
+            );
         }
     }
 }
