@@ -2,7 +2,8 @@
 # q_profile.sh): `out`, the logs' folder ($OUT on the device; the device
 # tool returns at most 8 files of it); `t CMD...`, which runs CMD and
 # appends its status and seconds to log.txt; `left S`, whether more than S
-# of the call's 570 s are left; and the device's name atop log.txt.
+# of the call's CALL_S seconds (570 unless set) are left; `rest`, those
+# seconds less 5; and the device's name atop log.txt.
 out=${OUT:-/tmp/devrun_out}
 mkdir -p "$out"
 t() {
@@ -10,5 +11,7 @@ t() {
     "$@"
     echo "$* rc $? $((SECONDS - s)) s" | cut -c1-160 >>"$out/log.txt"
 }
-left() { [ $((570 - SECONDS)) -gt "$1" ]; }
+left() { [ $((${CALL_S:-570} - SECONDS)) -gt "$1" ]; }
+# Seconds of the call left, less a margin of 5.
+rest() { echo $((${CALL_S:-570} - SECONDS - 5)); }
 nvidia-smi --query-gpu=name,driver_version,clocks.max.sm --format=csv >>"$out/log.txt" 2>&1

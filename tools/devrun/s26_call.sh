@@ -12,9 +12,9 @@ python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "
 export PYTHONPATH=/tmp/site
 t timeout -k 5 90 "$b/bench_suite" --sweep --only q_block_rows >"$out/sweep_q.txt" 2>&1
 (cd crates/qr-py && t timeout -k 5 90 python3 -m pytest -q -rs tests/test_gpu.py >"$out/pytest.log" 2>&1)
-t timeout -k 5 120 python3 -m qr_rs.bench --device cuda --cases dense --budget 0.3 >"$out/bench.txt" 2>&1
-t timeout -k 5 60 "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >"$out/suite_geqrf.txt" 2>&1
-QR_REQUIRE_GPU=1 t timeout -k 5 200 "$b/gpu_tests" >"$out/tests.log" 2>&1
-left 60 && t timeout -k 5 $((570 - SECONDS - 5)) ncu --set full -k q_apply_f32 --launch-skip 1 --launch-count 1 \
+left 100 && t timeout -k 5 $(( $(rest) < 120 ? $(rest) : 120 )) python3 -m qr_rs.bench --device cuda --cases dense --budget 0.3 >"$out/bench.txt" 2>&1
+left 30 && t timeout -k 5 40 "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >"$out/suite_geqrf.txt" 2>&1
+left 30 && QR_REQUIRE_GPU=1 t timeout -k 5 $(( $(rest) < 200 ? $(rest) : 200 )) "$b/gpu_tests" >"$out/tests.log" 2>&1
+left 60 && t timeout -k 5 $(rest) ncu --set full -k q_apply_f32 --launch-skip 1 --launch-count 1 \
     "$b/qr" suite --backend gpu --set benchmarks --op orgqr --filter 60,1024,2,dense --max-inputs 1 >"$out/ncu_orgqr_60x1024.txt" 2>&1
 true
