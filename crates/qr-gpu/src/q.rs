@@ -60,8 +60,8 @@ pub(crate) struct OnChip(pub Option<u32>);
 impl OnChip {
     /// The choice for order `n` on `device` (clusters from sm_90 on) under
     /// `tuning`: clusters of at most `Tuning::q_max_cluster` blocks (0:
-    /// never on chip) of at most `Tuning::q_block_rows` rows each, and for
-    /// `ormqr` only up to `Tuning::q_ormqr_on_chip_max_n`.
+    /// never on chip), and for `ormqr` only up to
+    /// `Tuning::q_ormqr_on_chip_max_n`.
     pub(crate) fn choose(n: usize, device: &DeviceInfo, tuning: &Tuning, ormqr: bool) -> Self {
         if ormqr && n > tuning.q_ormqr_on_chip_max_n {
             return Self(None);
@@ -71,12 +71,7 @@ impl OnChip {
         } else {
             tuning.q_max_cluster.min(1)
         };
-        Self(q::apply_cluster(
-            n,
-            device.smem_per_block_optin,
-            most,
-            tuning.q_block_rows,
-        ))
+        Self(q::apply_cluster(n, device.smem_per_block_optin, most))
     }
 }
 

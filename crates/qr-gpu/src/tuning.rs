@@ -237,13 +237,6 @@ pub struct Tuning {
     /// tile on chip won at every benchmark order but 4096 (a tie, clusters
     /// of 4; docs/PERF.md, "q_max_cluster").
     pub q_max_cluster: u32,
-    /// `orgqr` / `ormqr` on chip: the most rows of a tile one block holds;
-    /// a taller tile takes the fewest blocks of a cluster (within
-    /// `q_max_cluster`) that keep to it, so that more blocks share an SM
-    /// and each block-step's chain is shorter. 1424: every tile that fits
-    /// one block's shared memory on sm_90 (227 KiB) stays in one block
-    /// (docs/PERF.md, "q_block_rows").
-    pub q_block_rows: usize,
     /// `ormqr`: the largest order whose blocks are applied on chip (as
     /// `q_max_cluster` allows); larger orders take one tensor-core update
     /// per block. 352: on the H100 the tile on chip won at n = 32 to 352
@@ -290,7 +283,6 @@ impl Default for Tuning {
             tensor_l2_hints: 1,
             tensor_l2_hints_min_l2: 2,
             q_max_cluster: 8,
-            q_block_rows: 1424,
             q_ormqr_on_chip_max_n: 352,
         }
     }

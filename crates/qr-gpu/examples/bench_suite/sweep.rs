@@ -1,9 +1,9 @@
 //! `--sweep`: times every sweep row (or, with `--once`, runs each once
-//! for a profiler): geqrf, or orgqr for the knobs of the Q operations.
+//! for a profiler).
 
 use std::time::Duration;
 
-use qr_core::{Backend, BenchOptions, Operation, Shape, geqrf};
+use qr_core::{Backend, BenchOptions, Shape, geqrf};
 use qr_gpu::GpuBackend;
 use qr_verify::{Spec, generate};
 
@@ -84,16 +84,10 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
         let inputs = &cache.as_ref().expect("set").1;
         let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
         let b = gpu.clone().with_tuning(tuning).with_strategy(strat);
-        // Knobs of the Q operations time orgqr (and print what it runs).
-        let op = if knob.starts_with("q_") {
-            Operation::Orgqr
-        } else {
-            Operation::Geqrf
-        };
         // A variant the device cannot run is a row of the table, not the end.
         let (plan, t) = match b
-            .describe_op(shape, op)
-            .and_then(|p| Ok((p, b.bench_op(op, shape, &views, &opts)?)))
+            .plan(shape)
+            .and_then(|p| Ok((p, b.bench(shape, &views, &opts)?)))
         {
             Ok(x) => x,
             Err(e) => {

@@ -443,23 +443,6 @@ pub(super) fn variants() -> Vec<Variant> {
         Some(Strategy::Large),
         &base,
     );
-    // orgqr's tile on chip (rows whose knob starts with `q_` time orgqr):
-    // at most 512 or 256 rows a block (two blocks an SM with the static
-    // buffers, shorter chains at 256), against every tile that fits one
-    // block's shared memory in one block.
-    for rows in [1424usize, 512, 256] {
-        let t = Tuning {
-            q_block_rows: rows,
-            ..base.clone()
-        };
-        add(
-            &mut variants,
-            &["60,1024,2,dense", "8,2048,1,dense", "2,4096,1,dense"],
-            format!("q_block_rows {rows}"),
-            None,
-            &t,
-        );
-    }
     variants
 }
 

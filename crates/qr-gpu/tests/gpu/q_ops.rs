@@ -15,10 +15,9 @@ use super::Test;
 use super::common::{batch_for, spec};
 
 /// The Q tests, by name.
-pub(crate) const TRIALS: [(&str, Test); 7] = [
+pub(crate) const TRIALS: [(&str, Test); 6] = [
     ("q_orgqr_orders", q_orgqr_orders),
     ("q_per_block", q_per_block),
-    ("q_block_rows_512", q_block_rows_512),
     ("q_ormqr_products", q_ormqr_products),
     ("q_qr_is_geqrf_then_orgqr", q_qr_is_geqrf_then_orgqr),
     ("q_non_finite", q_non_finite),
@@ -148,32 +147,6 @@ fn q_per_block(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let report = ormqr_all(&per_block, &x, k, &c)?;
         if !report.meets_bar() {
             return Err(format!("per-block ormqr {case} n {n} k {k}: {report:?}").into());
-        }
-    }
-    Ok(())
-}
-
-/// The tile on chip at most 512 rows a block (`Tuning::q_block_rows`):
-/// clusters of 2, 4 and 8 blocks at n = 1000, 2048 and 3000 on a device of
-/// 227 KiB a block, orgqr at the gate and the plan saying so.
-fn q_block_rows_512(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let narrow = (**g).clone().with_tuning(qr_gpu::Tuning {
-        q_block_rows: 512,
-        ..qr_gpu::Tuning::default()
-    });
-    for (i, &(n, cluster)) in [(1000, 2), (2048, 4), (3000, 8)].iter().enumerate() {
-        let case = Case::ALL_QR_V2[(i + 2) % Case::ALL_QR_V2.len()];
-        let x = factored(g, batch_for(n), n, case, 90 + i as u64);
-        let said = narrow.describe_op(x.shape, qr_core::Operation::Orgqr)?;
-        if g.device().smem_per_block_optin >= 232_448
-            && !said.contains(&format!("cluster of {cluster} blocks"))
-        {
-            return Err(format!("q_block_rows 512, n {n}: planned {said}").into());
-        }
-        let q = orgqr(&narrow, x.shape, &x.f.h, &x.f.tau)?;
-        let report = check_orgqr(x.reflectors(), &q.data, &q.info)?;
-        if !report.meets_bar() {
-            return Err(format!("q_block_rows 512 orgqr {case} n {n}: {report:?}").into());
         }
     }
     Ok(())

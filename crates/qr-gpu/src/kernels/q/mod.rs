@@ -251,16 +251,12 @@ pub(crate) fn apply_bytes(n: usize, cluster: u32) -> usize {
 
 /// The fewest blocks of a cluster (1, 2, 4 or 8, at most `most`) among
 /// which `q_apply_f32`'s tile of order `n` fits the `optin` bytes of shared
-/// memory a block may have with at most `max_rows` rows a block (the
-/// fewest it fits in where no cluster keeps to `max_rows`), or `None`
-/// where it does not fit over `most`.
-pub(crate) fn apply_cluster(n: usize, optin: usize, most: u32, max_rows: usize) -> Option<u32> {
-    let fits = |c: &u32| *c <= most && apply_bytes(n, *c) + APPLY_STATIC_BYTES <= optin;
-    let sizes = [1, 2, 4, 8];
-    let kept = sizes
+/// memory a block may have, or `None` where it does not fit over `most`.
+pub(crate) fn apply_cluster(n: usize, optin: usize, most: u32) -> Option<u32> {
+    [1, 2, 4, 8]
         .into_iter()
-        .find(|c| fits(c) && share(n, *c) <= max_rows);
-    kept.or_else(|| sizes.into_iter().find(fits))
+        .filter(|&c| c <= most)
+        .find(|&c| apply_bytes(n, c) + APPLY_STATIC_BYTES <= optin)
 }
 
 /// Applies every block of reflectors of `mats` matrices of order `n` (V
@@ -350,7 +346,6 @@ mod tests {
     fn the_on_chip_tile_takes_the_fewest_blocks_it_fits() {
         // 227 KiB a block (sm_90): one block up to n = 1424, clusters past.
         let optin = 232_448;
-        let apply_cluster = |n, optin, most| apply_cluster(n, optin, most, 1424);
         assert_eq!(apply_cluster(512, optin, 8), Some(1));
         assert_eq!(apply_cluster(1024, optin, 8), Some(1));
         assert_eq!(apply_cluster(1424, optin, 8), Some(1));
@@ -366,16 +361,6 @@ mod tests {
         // 99 KiB (sm_86): n = 400 at most.
         assert_eq!(apply_cluster(400, 101_376, 1), Some(1));
         assert_eq!(apply_cluster(401, 101_376, 1), None);
-        // At most 512 rows a block: clusters from n = 513 on, and the
-        // fewest blocks that fit where 8 blocks still hold more.
-        let at_most_512 = |n| super::apply_cluster(n, optin, 8, 512);
-        assert_eq!(at_most_512(512), Some(1));
-        assert_eq!(at_most_512(513), Some(2));
-        assert_eq!(at_most_512(1024), Some(2));
-        assert_eq!(at_most_512(2048), Some(4));
-        assert_eq!(at_most_512(4096), Some(8));
-        assert_eq!(at_most_512(8 * 1000), Some(8));
-        assert_eq!(super::apply_cluster(4096, optin, 2, 512), None);
         // Every block of a cluster holds whole slabs and the tile.
         for n in [1, 15, 17, 1000, 1425, 4095, 4096] {
             for c in [1, 2, 4, 8] {
