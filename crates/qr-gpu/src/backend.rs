@@ -110,7 +110,7 @@ impl GpuBackend {
         crate::compile::warm(
             plans,
             self.engine.info().compute_capability,
-            self.engine.ptx_cache(),
+            self.engine.launch().ptx_cache(),
         )
     }
 
@@ -129,7 +129,7 @@ impl GpuBackend {
 
     /// Kernel modules compiled so far (each (family, defines, arch) once).
     pub fn modules_compiled(&self) -> usize {
-        self.engine.modules_compiled()
+        self.engine.launch().modules_compiled()
     }
 
     /// Copies a host batch to a new device buffer.
@@ -410,7 +410,7 @@ impl GpuBackend {
             return Ok(());
         }
         let _queueing = self.engine.queueing();
-        crate::kernels::q::upper(&self.engine, self.stream(), shape, (h, r, info))
+        crate::kernels::q::upper(self.engine.launch(), self.stream(), shape, (h, r, info))
     }
 
     fn run_q(&self, shape: Shape, op: QOp, ops: QOperands) -> Result<(), QrError> {
@@ -419,6 +419,7 @@ impl GpuBackend {
             let _queueing = self.engine.queueing();
             if ops.info != 0 && shape.batch() > 0 {
                 self.engine
+                    .launch()
                     .memset_u32(self.stream(), ops.info, 0, shape.batch())?;
             }
             return Ok(());

@@ -137,7 +137,7 @@ pub(crate) fn device_bench_q(
             stream
                 .memcpy_htod(*a, &mut d.slice_mut(..a.len()))
                 .ctx("uploading a benchmark input")?;
-            engine.copy_dtod(stream, pw, pa, shape.a_bytes())?;
+            engine.launch().copy_dtod(stream, pw, pa, shape.a_bytes())?;
         }
         factor(Operands {
             a: pa,
@@ -204,7 +204,7 @@ fn time_passes(
         pass()?;
     }
     engine.synchronize()?;
-    let ctx = engine.context();
+    let ctx = engine.launch().context();
     let start = ctx
         .new_event(Some(CUevent_flags::CU_EVENT_DEFAULT))
         .ctx("creating a timing event")?;
@@ -219,7 +219,9 @@ fn time_passes(
         {
             let _queueing = engine.queueing();
             if flush_len > 0 {
-                engine.memset_u32(stream, flush_ptr, round, flush_len)?;
+                engine
+                    .launch()
+                    .memset_u32(stream, flush_ptr, round, flush_len)?;
             }
             start.record(stream).ctx("recording the start event")?;
         }

@@ -55,7 +55,7 @@ pub(crate) fn factor(
         .zcol
         .ensure(stream, if fused { 2 * batch } else { batch })?;
     let oflow = if fused { zcol + (batch * 4) as u64 } else { 0 };
-    util::zero_nonfinite_zcol(engine, stream, shape, info, zcol, fused)?;
+    util::zero_nonfinite_zcol(engine.launch(), stream, shape, info, zcol, fused)?;
     let out_of_place = plan.panel.tensor_trailing;
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
@@ -70,12 +70,12 @@ pub(crate) fn factor(
     };
     if checks_aside {
         lane.aux_waits_main()?;
-        util::scan(engine, lane.aux_stream(), shape, a, info, zcol)?;
+        util::scan(engine.launch(), lane.aux_stream(), shape, a, info, zcol)?;
     } else {
-        util::scan(engine, stream, shape, a, info, zcol)?;
+        util::scan(engine.launch(), stream, shape, a, info, zcol)?;
     }
     if !out_of_place {
-        engine.copy_dtod(stream, h, a, shape.a_bytes())?;
+        engine.launch().copy_dtod(stream, h, a, shape.a_bytes())?;
     }
     let mut buf = PanelBuffers {
         h,
@@ -117,7 +117,7 @@ pub(crate) fn factor(
         None
     } else {
         Some(panel::function(
-            engine,
+            engine.launch(),
             threads,
             meeting,
             plan.panel.variant(),
@@ -126,7 +126,9 @@ pub(crate) fn factor(
     };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
     if let (true, Some(f)) = (global, &f) {
-        engine.memset_u32(stream, buf.counters, 0, 2 * batch)?;
+        engine
+            .launch()
+            .memset_u32(stream, buf.counters, 0, 2 * batch)?;
         // The blocks of one matrix wait for each other, so all of a launch's
         // blocks must be resident at once.
         let per_sm = f
@@ -202,13 +204,13 @@ pub(crate) fn factor(
             cols: (0, n),
             taus: (0, split),
         };
-        util::overflow_in(engine, aux, shape, out, top)?;
+        util::overflow_in(engine.launch(), aux, shape, out, top)?;
         let left = util::Region {
             rows: (split, n),
             cols: (0, split),
             taus: (0, 0),
         };
-        util::overflow_in(engine, aux, shape, out, left)
+        util::overflow_in(engine.launch(), aux, shape, out, left)
     };
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
@@ -251,7 +253,7 @@ pub(crate) fn factor(
                     prev,
                 )?,
                 None => panelreg::launch(
-                    engine,
+                    engine.launch(),
                     panel_stream,
                     threads,
                     plan.panel.min_threads,
@@ -380,7 +382,7 @@ fn tensor_update(
             },
         };
         trailing_tc::launch(
-            engine,
+            engine.launch(),
             stream,
             &op,
             (nrow, ntrail, w),

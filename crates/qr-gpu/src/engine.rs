@@ -6,12 +6,12 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 use cudarc::cublas::CudaBlas;
 use cudarc::cublas::sys::{cublasHandle_t, cublasMath_t};
 use cudarc::driver::sys::CUevent_flags;
-use cudarc::driver::{CudaContext, CudaEvent, CudaFunction, CudaStream};
+use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use qr_core::QrError;
 
 use crate::error::{DriverContext, blas};
 use crate::graph::Graphs;
-use crate::kernels::KernelSource;
+use crate::launch::Launch;
 use crate::module_cache::ModuleCache;
 use crate::probe::{self, DeviceInfo};
 use crate::ptx_cache::PtxCache;
@@ -47,9 +47,7 @@ fn wait_for(waiter: &CudaStream, other: &CudaStream, event: &CudaEvent) -> Resul
     Ok(())
 }
 
-/// Most lanes an engine has: the batch groups of one call (`Plan`'s
-/// `lanes`) each queue on their own.
-pub const MAX_LANES: usize = 4;
+use crate::plan::MAX_LANES;
 
 /// One set of streams a blocked factorization queues on, and its scratch:
 /// the main stream, a priority stream for the panels' chain and a
@@ -164,14 +162,12 @@ impl Lane {
 /// Everything long-lived that the kernels and libraries need.
 #[derive(Debug)]
 pub(crate) struct Engine {
-    info: DeviceInfo,
-    ctx: Arc<CudaContext>,
+    launch: Launch,
     stream: Arc<CudaStream>,
     /// The stream sets of the blocked paths; lane 0's main stream is
     /// `stream`.
     lanes: Vec<Lane>,
     blas: CudaBlas,
-    cache: ModuleCache,
     staging: Mutex<Staging>,
     graphs: Mutex<Graphs>,
     /// Held while the engine queues work on its stream, so that a call
@@ -213,12 +209,10 @@ impl Engine {
             "setting cuBLAS's math mode",
         )?;
         Ok(Arc::new(Self {
-            info,
-            ctx,
+            launch: Launch::new(info, ctx, ModuleCache::new(PtxCache::from_env())),
             stream,
             lanes,
             blas: cublas,
-            cache: ModuleCache::new(PtxCache::from_env()),
             staging: Mutex::new(Staging::default()),
             graphs: Mutex::new(Graphs::default()),
             queueing: Mutex::new(()),
@@ -227,12 +221,12 @@ impl Engine {
 
     /// The device's description.
     pub(crate) fn info(&self) -> &DeviceInfo {
-        &self.info
+        self.launch.info()
     }
 
-    /// The context.
-    pub(crate) fn context(&self) -> &Arc<CudaContext> {
-        &self.ctx
+    /// What the kernel launchers take: the device, context and modules.
+    pub(crate) fn launch(&self) -> &Launch {
+        &self.launch
     }
 
     /// The stream every operation is queued on.
@@ -248,28 +242,6 @@ impl Engine {
     /// The raw cuBLAS handle (bound to the engine's stream).
     pub(crate) fn blas_handle(&self) -> cublasHandle_t {
         *self.blas.handle()
-    }
-
-    /// Entry point `entry` of `src` with `defines`, compiled for this device.
-    pub(crate) fn function(
-        &self,
-        src: &KernelSource,
-        defines: &[(String, String)],
-        entry: &'static str,
-    ) -> Result<CudaFunction, QrError> {
-        Ok(self
-            .cache
-            .function(&self.ctx, src, defines, self.info.compute_capability, entry)?)
-    }
-
-    /// Where the engine keeps its modules' PTX between processes.
-    pub(crate) fn ptx_cache(&self) -> &PtxCache {
-        self.cache.disk()
-    }
-
-    /// Modules compiled so far.
-    pub(crate) fn modules_compiled(&self) -> usize {
-        self.cache.len()
     }
 
     /// The blocked paths' scratch of lane 0 (the engine's stream).
@@ -293,38 +265,6 @@ impl Engine {
     /// The host API's staging buffers.
     pub(crate) fn staging(&self) -> MutexGuard<'_, Staging> {
         self.staging.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// Queues on `stream` `count` 32-bit words of `value` at `dst`.
-    pub(crate) fn memset_u32(
-        &self,
-        stream: &CudaStream,
-        dst: u64,
-        value: u32,
-        count: usize,
-    ) -> Result<(), QrError> {
-        self.ctx.bind_to_thread().ctx("binding the context")?;
-        // SAFETY: `dst` addresses at least `count` words owned by the caller.
-        unsafe { cudarc::driver::sys::cuMemsetD32Async(dst, value, count, stream.cu_stream()) }
-            .result()
-            .ctx("cuMemsetD32Async")?;
-        Ok(())
-    }
-
-    /// Queues on `stream` a device-to-device copy of `bytes`.
-    pub(crate) fn copy_dtod(
-        &self,
-        stream: &CudaStream,
-        dst: u64,
-        src: u64,
-        bytes: usize,
-    ) -> Result<(), QrError> {
-        self.ctx.bind_to_thread().ctx("binding the context")?;
-        // SAFETY: both ranges are `bytes` long, owned by the caller, disjoint.
-        unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.cu_stream()) }
-            .result()
-            .ctx("cuMemcpyDtoDAsync")?;
-        Ok(())
     }
 
     /// Waits for everything queued so far.

@@ -5,10 +5,10 @@ use qr_core::{QrError, Shape};
 
 use crate::bench::Operands;
 use crate::blocked;
-use crate::engine::{Engine, Lane, MAX_LANES};
+use crate::engine::{Engine, Lane};
 use crate::graph;
 use crate::kernels::{smem, util};
-use crate::plan::{Plan, Strategy};
+use crate::plan::{MAX_LANES, Plan, Strategy};
 
 /// Factors the batch at `ops.a` into `ops.h`, `ops.tau` and `ops.info`
 /// (device pointers of `shape`'s lengths) as `plan` says: as one CUDA graph
@@ -39,11 +39,19 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         return Ok(());
     }
     if shape.n() == 0 {
-        return engine.memset_u32(engine.stream(), info, 0, shape.batch());
+        return engine
+            .launch()
+            .memset_u32(engine.stream(), info, 0, shape.batch());
     }
     if plan.strategy == Strategy::Smem {
         // One launch: the kernel holds the whole matrix and writes info.
-        return smem::launch(engine, plan, a, h, tau, info);
+        let geometry = (plan.shape, plan.smem_geometry());
+        return smem::launch(
+            engine.launch(),
+            engine.stream(),
+            geometry,
+            (a, h, tau, info),
+        );
     }
     let lanes = (plan.panel.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
     if lanes == 1 {
@@ -117,7 +125,14 @@ fn queue_blocked(
             cols: (split, n),
             taus: (split, n),
         };
-        util::overflow_in(engine, lane.stream(), shape, (h, tau, info), rest)?;
+        util::overflow_in(engine.launch(), lane.stream(), shape, (h, tau, info), rest)?;
     }
-    util::nanfill(engine, lane.stream(), shape, (h, tau), info, checks.oflow)
+    util::nanfill(
+        engine.launch(),
+        lane.stream(),
+        shape,
+        (h, tau),
+        info,
+        checks.oflow,
+    )
 }

@@ -46,6 +46,7 @@ mod factor;
 mod golden;
 mod graph;
 mod kernels;
+mod launch;
 mod module_cache;
 mod nvrtc;
 pub mod peers;

@@ -8,8 +8,8 @@ use std::sync::{Arc, Mutex, PoisonError};
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 
 use crate::error::{DriverContext, GpuError};
-use crate::kernels::KernelSource;
 use crate::nvrtc;
+use crate::nvrtc::KernelSource;
 use crate::ptx_cache::PtxCache;
 
 /// What identifies one compiled module.

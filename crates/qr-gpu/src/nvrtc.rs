@@ -4,8 +4,20 @@
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
 
 use crate::error::GpuError;
-use crate::kernels::KernelSource;
 use crate::ptx_cache::{Key, PtxCache};
+
+/// One embedded kernel family.
+#[derive(Debug)]
+pub(crate) struct KernelSource {
+    /// Family name, also the module cache's key and the NVRTC program name.
+    pub family: &'static str,
+    /// `prelude.cu` followed by the family's own source.
+    pub source: &'static str,
+    /// Entry points its launcher loads.
+    pub entries: &'static [&'static str],
+    /// Names of the `-D` defines the source requires.
+    pub defines: &'static [&'static str],
+}
 
 /// NVRTC options for `defines` and compute capability `arch`.
 ///

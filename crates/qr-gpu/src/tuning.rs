@@ -198,7 +198,7 @@ pub struct Tuning {
     /// `blocked` path: batches of at least `batch_lanes_min_batch_per_sm`
     /// matrices per SM (and not run as a graph) are cut into this many
     /// groups, each factored on its own lane of streams (at most
-    /// `engine::MAX_LANES`), so that one group's panels need not wait for
+    /// `plan::MAX_LANES`), so that one group's panels need not wait for
     /// the whole batch's previous update; 0 or 1: one group. 2 on the H200
     /// (docs/history/qr-gpu-sessions.md, table "batch lanes"), 1 / 2 / 3 /
     /// 4 lanes: 640 x 512 dense 5154.6 / 5068.2 / 5225.6 / 5410.3 us,

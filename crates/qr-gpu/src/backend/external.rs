@@ -141,7 +141,7 @@ impl GpuBackend {
         stream: ExternalStream,
         queue: impl FnOnce() -> Result<R, QrError>,
     ) -> Result<R, QrError> {
-        let ctx = self.engine.context();
+        let ctx = self.engine.launch().context();
         let before = ctx
             .new_event(None)
             .ctx("creating an event on the caller's stream")?;

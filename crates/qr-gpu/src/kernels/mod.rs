@@ -10,18 +10,7 @@ pub(crate) mod smem;
 pub(crate) mod trailing_tc;
 pub(crate) mod util;
 
-/// One embedded kernel family.
-#[derive(Debug)]
-pub(crate) struct KernelSource {
-    /// Family name, also the module cache's key and the NVRTC program name.
-    pub family: &'static str,
-    /// `prelude.cu` followed by the family's own source.
-    pub source: &'static str,
-    /// Entry points its launcher loads.
-    pub entries: &'static [&'static str],
-    /// Names of the `-D` defines the source requires.
-    pub defines: &'static [&'static str],
-}
+pub(crate) use crate::nvrtc::KernelSource;
 
 /// Every family, for the source checks.
 #[cfg(test)]

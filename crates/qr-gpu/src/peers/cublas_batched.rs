@@ -57,8 +57,8 @@ impl CublasBatchedBackend {
                 .ctx("uploading the pointer arrays")?;
             sc.built_for = Some(key);
         }
-        util::nonfinite(e, shape, ops.a, ops.info)?;
-        util::transpose(e, shape, ops.a, cm)?;
+        util::nonfinite(e.launch(), e.stream(), shape, ops.a, ops.info)?;
+        util::transpose(e.launch(), e.stream(), shape, ops.a, cm)?;
         let mut host_info: c_int = 0;
         // SAFETY: the pointer arrays hold `batch` device addresses of n*n
         // column-major matrices and of n taus each; `host_info` is a live
@@ -85,8 +85,8 @@ impl CublasBatchedBackend {
                 message: format!("cublasSgeqrfBatched rejected argument {}", -host_info),
             });
         }
-        util::transpose(e, shape, cm, ops.h)?;
-        util::nanfill(e, e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
+        util::transpose(e.launch(), e.stream(), shape, cm, ops.h)?;
+        util::nanfill(e.launch(), e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
     }
 }
 

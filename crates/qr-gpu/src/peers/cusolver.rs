@@ -81,8 +81,8 @@ impl CusolverBackend {
         };
         let work = sc.work.ensure(s, lwork.max(1) as usize)?;
         let dinfo = sc.dev_info.ensure(s, 1)?;
-        util::nonfinite(e, shape, ops.a, ops.info)?;
-        util::transpose(e, shape, ops.a, cm)?;
+        util::nonfinite(e.launch(), e.stream(), shape, ops.a, ops.info)?;
+        util::transpose(e.launch(), e.stream(), shape, ops.a, cm)?;
         for b in 0..shape.batch() {
             let am = cm + (b * n * n * 4) as u64;
             let tm = ops.tau + (b * n * 4) as u64;
@@ -107,8 +107,8 @@ impl CusolverBackend {
                 "cusolverDnSgeqrf",
             )?;
         }
-        util::transpose(e, shape, cm, ops.h)?;
-        util::nanfill(e, e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
+        util::transpose(e.launch(), e.stream(), shape, cm, ops.h)?;
+        util::nanfill(e.launch(), e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
     }
 }
 

@@ -292,7 +292,7 @@ pub fn plan(
         && (shape.batch() as u64)
             >= u64::from(tuning.batch_lanes_min_batch_per_sm) * u64::from(device.sm_count)
     {
-        p.panel.lanes = tuning.batch_lanes.clamp(1, crate::engine::MAX_LANES as u32);
+        p.panel.lanes = tuning.batch_lanes.clamp(1, super::MAX_LANES as u32);
     }
     Ok(p)
 }

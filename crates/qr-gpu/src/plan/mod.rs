@@ -19,6 +19,10 @@ pub use choose::plan;
 pub(crate) use fit::STATIC_SMEM_RESERVE;
 pub use fit::{has_clusters, panel_fit_rows, smem_fit_n};
 
+/// Most lanes an engine has: the batch groups of one call (`Plan`'s
+/// `lanes`) each queue on their own.
+pub(crate) const MAX_LANES: usize = 4;
+
 /// How a batch is factored.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Strategy {
@@ -173,6 +177,17 @@ pub struct Plan {
 }
 
 impl Plan {
+    /// The whole-matrix kernel's launch parameters (`Smem`).
+    pub(crate) fn smem_geometry(&self) -> smem::Geometry {
+        smem::Geometry {
+            tpc: self.tpc,
+            threads: self.threads,
+            rows: self.rows,
+            lda: self.lda,
+            warp: self.warp,
+        }
+    }
+
     /// The `-D` defines this plan compiles its kernels with.
     pub fn defines(&self) -> Vec<(String, String)> {
         self.kernel().1

@@ -52,10 +52,7 @@ fn lanes_for_batches_of_several_matrices_per_sm_outside_graphs() {
         batch_lanes: 99,
         ..t.clone()
     };
-    assert_eq!(
-        at(640, 512, &many).panel.lanes as usize,
-        crate::engine::MAX_LANES
-    );
+    assert_eq!(at(640, 512, &many).panel.lanes as usize, super::MAX_LANES);
     let one = Tuning {
         batch_lanes: 1,
         ..Tuning::default()

@@ -4,8 +4,8 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
-use crate::engine::Engine;
 use crate::error::DriverContext;
+use crate::launch::Launch;
 
 const FACTOR: &str = "panel_factor_f32";
 
@@ -173,13 +173,13 @@ pub(crate) struct PanelBuffers {
 /// The compiled panel kernel for blocks of `threads`, its shared-memory limit
 /// raised to `max_rows` rows.
 pub(crate) fn function(
-    engine: &Engine,
+    k: &Launch,
     threads: u32,
     meeting: Meeting,
     variant: Variant,
     max_rows: usize,
 ) -> Result<CudaFunction, QrError> {
-    let f = engine.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
+    let f = k.function(&SOURCE, &defines(threads, meeting, variant), FACTOR)?;
     let bytes = max_rows * meeting.row_bytes() + variant.fold_bytes(meeting, threads, max_rows);
     super::raise_dynamic_smem(&f, bytes, FACTOR)?;
     Ok(f)

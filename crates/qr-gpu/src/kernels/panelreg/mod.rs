@@ -7,8 +7,8 @@ use qr_core::QrError;
 
 use super::panel::PanelBuffers;
 use super::{KernelSource, grid_dim};
-use crate::engine::Engine;
 use crate::error::GpuError;
+use crate::launch::Launch;
 
 const FACTOR: &str = "panelreg_factor_f32";
 
@@ -87,7 +87,7 @@ pub(crate) fn threads_for_rows(
 /// block.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     threads: u32,
     min_threads: u32,
@@ -112,7 +112,7 @@ pub(crate) fn launch(
             ),
         });
     }
-    let f = engine.function(
+    let f = k.function(
         &SOURCE,
         &defines(threads, rows_per_thread, cluster, halves),
         FACTOR,

@@ -29,8 +29,8 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
 use super::{KernelSource, grid_dim};
-use crate::engine::Engine;
 use crate::error::DriverContext;
+use crate::launch::Launch;
 
 const PREPARE: &str = "q_prepare_f32";
 const FINISH: &str = "q_finish_f32";
@@ -95,14 +95,14 @@ pub(crate) struct Prepare {
 /// `reverse`: the update then applies `Q_k`, not `Q_k^T`), and with `ops.q`
 /// the columns of Q each block forms alone.
 pub(crate) fn prepare(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     ops: Prepare,
     n: usize,
     mats: usize,
     reverse: bool,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &defines(1), PREPARE)?;
+    let f = k.function(&SOURCE, &defines(1), PREPARE)?;
     let cfg = LaunchConfig {
         grid_dim: (grid_dim(mats.saturating_mul(blocks(n)))?, 1, 1),
         block_dim: (THREADS, 1, 1),
@@ -132,13 +132,13 @@ pub(crate) fn prepare(
 /// `info` of `mats` results of `len` floats each at `out`, NaN-filling the
 /// failed ones (q.cu's `q_finish_f32`); `cbad` 0 for `orgqr`.
 pub(crate) fn finish(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     (out, len): (u64, usize),
     (bad, cbad, info): (u64, u64, u64),
     mats: usize,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &defines(1), FINISH)?;
+    let f = k.function(&SOURCE, &defines(1), FINISH)?;
     let cfg = per_matrix(mats)?;
     let len = len as i64;
     let mut b = stream.launch_builder(&f);
@@ -151,13 +151,13 @@ pub(crate) fn finish(
 
 /// `cbad[m]` = whether matrix `m` of `c` (`len` floats each) is not finite.
 pub(crate) fn scan(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     (c, len): (u64, usize),
     cbad: u64,
     mats: usize,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &defines(1), SCAN)?;
+    let f = k.function(&SOURCE, &defines(1), SCAN)?;
     let cfg = per_matrix(mats)?;
     let len = len as i64;
     let mut b = stream.launch_builder(&f);
@@ -170,12 +170,12 @@ pub(crate) fn scan(
 /// `R` = the upper triangle of each `H` of `shape`, NaN where `info` is
 /// not 0.
 pub(crate) fn upper(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     shape: Shape,
     (h, r, info): (u64, u64, u64),
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &defines(1), UPPER)?;
+    let f = k.function(&SOURCE, &defines(1), UPPER)?;
     let slices = shape
         .matrix_len()
         .div_ceil(THREADS as usize * 16)
@@ -195,13 +195,13 @@ pub(crate) fn upper(
 
 /// `dst[m] = src[m]^T` for `mats` matrices of `rows x cols`.
 pub(crate) fn transpose(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     (src, dst): (u64, u64),
     (rows, cols): (usize, usize),
     mats: usize,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &defines(1), TRANSPOSE)?;
+    let f = k.function(&SOURCE, &defines(1), TRANSPOSE)?;
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(cols.div_ceil(32))?,
@@ -266,7 +266,7 @@ pub(crate) fn apply_cluster(n: usize, optin: usize, most: u32) -> Option<u32> {
 /// `cluster` blocks (from [`apply_cluster`]), as `mode` says.
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     (v, t, c): (u64, u64, u64),
     (c_stride, ld, cols): (usize, usize, usize),
@@ -275,7 +275,7 @@ pub(crate) fn apply(
     cluster: u32,
     mode: Apply,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &defines(cluster), APPLY)?;
+    let f = k.function(&SOURCE, &defines(cluster), APPLY)?;
     let bytes = apply_bytes(n, cluster);
     super::raise_dynamic_smem(&f, bytes, APPLY)?;
     let tiles = cols.div_ceil(NB);

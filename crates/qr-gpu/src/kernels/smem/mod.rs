@@ -1,12 +1,11 @@
 //! Launcher of the whole-matrix shared-memory kernel (strategy `smem`).
 
-use cudarc::driver::{LaunchConfig, PushKernelArg};
-use qr_core::QrError;
+use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
+use qr_core::{QrError, Shape};
 
 use super::{KernelSource, grid_dim};
-use crate::engine::Engine;
 use crate::error::DriverContext;
-use crate::plan::Plan;
+use crate::launch::Launch;
 
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
 const REGISTERS: &str = "smem_registers_f32";
@@ -73,20 +72,41 @@ pub(crate) fn register_bytes(tpc: u32, rows: u32) -> usize {
     8 * (rows * tpc) as usize * std::mem::size_of::<f32>()
 }
 
-/// Factors every matrix of `a` into `h`, `tau` and `info` (device
-/// pointers): the kernel flags and NaN-fills non-finite inputs and overflowed
-/// outputs itself, so no batch-wide helper runs beside it.
+/// The whole-matrix kernel's launch parameters (an `smem` plan's).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Geometry {
+    /// Threads per column.
+    pub tpc: u32,
+    /// Threads per block.
+    pub threads: u32,
+    /// Rows per thread of the register kernel, 0 for shared memory.
+    pub rows: u32,
+    /// Leading dimension of the matrix in shared memory.
+    pub lda: u32,
+    /// One warp per matrix, every column in its lanes' registers.
+    pub warp: bool,
+}
+
+/// Factors every matrix of `a` (of `shape`) into `h`, `tau` and `info`
+/// (device pointers) on `stream`: the kernel flags and NaN-fills
+/// non-finite inputs and overflowed outputs itself, so no batch-wide
+/// helper runs beside it.
 pub(crate) fn launch(
-    engine: &Engine,
-    plan: &Plan,
-    a: u64,
-    h: u64,
-    tau: u64,
-    info: u64,
+    k: &Launch,
+    stream: &CudaStream,
+    (shape, g): (Shape, Geometry),
+    (a, h, tau, info): (u64, u64, u64, u64),
 ) -> Result<(), QrError> {
-    let (n, tpc, threads, rows) = (plan.shape.n(), plan.tpc, plan.threads, plan.rows);
-    let lda = plan.lda as usize;
-    if plan.warp && (n > WARP_MAX_N || threads != 32) {
+    let Geometry {
+        tpc,
+        threads,
+        rows,
+        lda,
+        warp,
+    } = g;
+    let n = shape.n();
+    let lda = lda as usize;
+    if warp && (n > WARP_MAX_N || threads != 32) {
         return Err(QrError::Unsupported {
             message: format!(
                 "the smem warp kernel takes matrices of order <= {WARP_MAX_N} in blocks of \
@@ -95,14 +115,14 @@ pub(crate) fn launch(
         });
     }
     let (entry, smem) = match rows {
-        _ if plan.warp => (WARP, 0),
+        _ if warp => (WARP, 0),
         1.. => (REGISTERS, register_bytes(tpc, rows)),
         0 => (ONE_BARRIER, matrix_bytes(n, lda)),
     };
-    let f = engine.function(&SOURCE, &defines(tpc, rows, plan.warp), entry)?;
+    let f = k.function(&SOURCE, &defines(tpc, rows, warp), entry)?;
     super::raise_dynamic_smem(&f, smem, entry)?;
     let cfg = LaunchConfig {
-        grid_dim: (grid_dim(plan.shape.batch())?, 1, 1),
+        grid_dim: (grid_dim(shape.batch())?, 1, 1),
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem as u32,
     };
@@ -112,10 +132,10 @@ pub(crate) fn launch(
         })
     };
     let (n, lda, ldg) = (int(n)?, int(lda)?, int(n)?);
-    let mstride = (plan.shape.n() * plan.shape.n()) as i64;
+    let mstride = (shape.n() * shape.n()) as i64;
     // Whole matrices: row stride and tau stride n, `corner` 0 (smem.cu).
     let corner = 0i32;
-    let mut b = engine.stream().launch_builder(&f);
+    let mut b = stream.launch_builder(&f);
     b.arg(&a).arg(&h).arg(&tau).arg(&info);
     b.arg(&n)
         .arg(&lda)

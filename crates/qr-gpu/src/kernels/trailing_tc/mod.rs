@@ -5,8 +5,8 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
-use crate::engine::Engine;
 use crate::error::DriverContext;
+use crate::launch::Launch;
 
 const APPLY: &str = "trailing_tc_apply_f32";
 
@@ -188,7 +188,7 @@ pub(crate) fn row_split(
 /// `split_size`; 1: none).
 #[allow(clippy::too_many_arguments)]
 pub(crate) fn launch(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     op: &Operands,
     (nrow, ntrail, w): (usize, usize, usize),
@@ -210,8 +210,8 @@ pub(crate) fn launch(
     let defs = |stage: u32| defines(vec4, warps, stage, row_split, staging.l2_hints);
     if depth > 0 && vec4 {
         let bytes = stage_bytes(warps, depth);
-        let f = engine.function(&SOURCE, &defs(depth), APPLY)?;
-        if bytes <= engine.info().smem_per_block_optin {
+        let f = k.function(&SOURCE, &defs(depth), APPLY)?;
+        if bytes <= k.info().smem_per_block_optin {
             super::raise_dynamic_smem(&f, bytes, APPLY)?;
             // Static shared memory comes on top: stage only if a block fits.
             let fits = f
@@ -222,7 +222,7 @@ pub(crate) fn launch(
             }
         }
     }
-    let f = engine.function(&SOURCE, &defs(stage), APPLY)?;
+    let f = k.function(&SOURCE, &defs(stage), APPLY)?;
     let blocks = tiles
         .saturating_mul(mats)
         .saturating_mul(row_split as usize);

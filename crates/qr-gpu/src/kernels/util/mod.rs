@@ -5,8 +5,8 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
 use super::{KernelSource, grid_dim};
-use crate::engine::Engine;
 use crate::error::DriverContext;
+use crate::launch::Launch;
 
 const NONFINITE: &str = "util_nonfinite_f32";
 const OVERFLOW: &str = "util_overflow_f32";
@@ -32,10 +32,17 @@ fn slices(batch: usize, len: usize, sm_count: u32) -> u32 {
     fill.max(len.div_ceil(1 << 16)).clamp(1, 65_535) as u32
 }
 
-/// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0.
-pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Result<(), QrError> {
-    engine.memset_u32(engine.stream(), info, 0, shape.batch())?;
-    scan(engine, engine.stream(), shape, a, info, 0)
+/// `info[b] = 1` for every matrix of `a` holding a NaN or an infinity, else 0,
+/// queued on `stream`.
+pub(crate) fn nonfinite(
+    k: &Launch,
+    stream: &CudaStream,
+    shape: Shape,
+    a: u64,
+    info: u64,
+) -> Result<(), QrError> {
+    k.memset_u32(stream, info, 0, shape.batch())?;
+    scan(k, stream, shape, a, info, 0)
 }
 
 /// As [`nonfinite`], and `zcol[b]` (a buffer of `batch` ints) = one past
@@ -46,7 +53,7 @@ pub(crate) fn nonfinite(engine: &Engine, shape: Shape, a: u64, info: u64) -> Res
 /// `marks`, the `batch` ints after `zcol` (the writers' overflow marks) are
 /// zeroed with it.
 pub(crate) fn zero_nonfinite_zcol(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     shape: Shape,
     info: u64,
@@ -54,26 +61,26 @@ pub(crate) fn zero_nonfinite_zcol(
     marks: bool,
 ) -> Result<(), QrError> {
     let words = if marks { 2 } else { 1 } * shape.batch();
-    engine.memset_u32(stream, info, 0, shape.batch())?;
-    engine.memset_u32(stream, zcol, 0, words)
+    k.memset_u32(stream, info, 0, shape.batch())?;
+    k.memset_u32(stream, zcol, 0, words)
 }
 
 /// The scan of [`zero_nonfinite_zcol`]'s buffers (`zcol` 0: info only) on
 /// `stream`.
 pub(crate) fn scan(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     shape: Shape,
     a: u64,
     info: u64,
     zcol: u64,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], NONFINITE)?;
+    let f = k.function(&SOURCE, &[], NONFINITE)?;
     let n = shape.n() as i32;
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(shape.batch())?,
-            slices(shape.batch(), shape.matrix_len(), engine.info().sm_count),
+            slices(shape.batch(), shape.matrix_len(), k.info().sm_count),
             1,
         ),
         block_dim: (256, 1, 1),
@@ -107,13 +114,13 @@ pub(crate) struct Region {
 /// must be final, so that part of the check may run beside the rest of the
 /// factorization.
 pub(crate) fn overflow_in(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     shape: Shape,
     (h, tau, info): (u64, u64, u64),
     region: Region,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], OVERFLOW)?;
+    let f = k.function(&SOURCE, &[], OVERFLOW)?;
     let n = shape.n();
     let (rows, cols) = (
         region.rows.1.saturating_sub(region.rows.0),
@@ -130,7 +137,7 @@ pub(crate) fn overflow_in(
     let cfg = LaunchConfig {
         grid_dim: (
             grid_dim(shape.batch())?,
-            slices(shape.batch(), rows * cols, engine.info().sm_count),
+            slices(shape.batch(), rows * cols, k.info().sm_count),
             1,
         ),
         block_dim: (256, 1, 1),
@@ -169,14 +176,14 @@ pub(crate) fn overflow_in(
 /// `stream`; with `oflow` (not 0: the writers' overflow marks), a marked
 /// matrix of finite input is set to info 2 and filled too.
 pub(crate) fn nanfill(
-    engine: &Engine,
+    k: &Launch,
     stream: &CudaStream,
     shape: Shape,
     (h, tau): (u64, u64),
     info: u64,
     oflow: u64,
 ) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], NANFILL)?;
+    let f = k.function(&SOURCE, &[], NANFILL)?;
     let n = shape.n() as i32;
     let per_matrix = shape.matrix_len().div_ceil(256 * 8).clamp(1, 64);
     let cfg = LaunchConfig {
@@ -193,9 +200,16 @@ pub(crate) fn nanfill(
     Ok(())
 }
 
-/// `dst[b] = src[b]^T` for every matrix (row-major <-> column-major).
-pub(crate) fn transpose(engine: &Engine, shape: Shape, src: u64, dst: u64) -> Result<(), QrError> {
-    let f = engine.function(&SOURCE, &[], TRANSPOSE)?;
+/// `dst[b] = src[b]^T` for every matrix (row-major <-> column-major),
+/// queued on `stream`.
+pub(crate) fn transpose(
+    k: &Launch,
+    stream: &CudaStream,
+    shape: Shape,
+    src: u64,
+    dst: u64,
+) -> Result<(), QrError> {
+    let f = k.function(&SOURCE, &[], TRANSPOSE)?;
     let n = shape.n() as i32;
     let tiles = grid_dim(shape.n().div_ceil(32))?;
     let cfg = LaunchConfig {
@@ -203,7 +217,7 @@ pub(crate) fn transpose(engine: &Engine, shape: Shape, src: u64, dst: u64) -> Re
         block_dim: (32, 8, 1),
         shared_mem_bytes: 0,
     };
-    let mut b = engine.stream().launch_builder(&f);
+    let mut b = stream.launch_builder(&f);
     b.arg(&src).arg(&dst).arg(&n);
     // SAFETY: both buffers hold batch * n * n floats and do not overlap.
     unsafe { b.launch(cfg) }.ctx("launching util_transpose_f32")?;
