@@ -2,9 +2,10 @@
 
 usage: python3 cudasim.py FAMILY HARNESS OUT_BINARY [-DNAME=VALUE ...]
 
-FAMILY is a kernel folder under crates/qr-gpu/src/kernels (its .cu files are
-joined behind prelude.cu in the order of its mod.rs `SOURCE`, as the engine
-does); HARNESS a C++ file that calls
+FAMILY is a kernel family of crates/qr-gpu/src/kernels (the family named in
+the `family:` of a launcher's `SOURCE`, in kernels/<folder>/<module>.rs; its
+.cu files, in that folder, are joined behind prelude.cu in the order
+`SOURCE` lists them, as the engine does); HARNESS a C++ file that calls
 its entries through sim_launch. Shared-memory declarations are rewritten:
 `extern __shared__ T s[];` becomes a pointer into the block's emulated
 dynamic shared memory, other `__shared__` locals become statics (one block
@@ -27,14 +28,29 @@ def translate(src):
     return src.replace("__shared__", "static")
 
 
+def launcher(family):
+    """The folder under KERNELS and the text of the launcher whose `SOURCE`
+    is `family`'s (`family: "NAME"`)."""
+    for folder in sorted(os.listdir(KERNELS)):
+        path = os.path.join(KERNELS, folder)
+        if not os.path.isdir(path):
+            continue
+        for name in sorted(os.listdir(path)):
+            if name.endswith(".rs"):
+                text = open(os.path.join(path, name)).read()
+                if re.search(r'family:\s*"%s"' % re.escape(family), text):
+                    return folder, text
+    sys.exit("no launcher in %s names the family %s" % (KERNELS, family))
+
+
 def sources(family):
-    """The .cu files of `family`, in the order its mod.rs joins them behind
-    prelude.cu: the `include_str!` arguments of `SOURCE`'s `source:
-    concat!(...)`, but the leading `../prelude.cu`."""
-    text = open(os.path.join(KERNELS, family, "mod.rs")).read()
+    """The folder of `family` and its .cu files, in the order its launcher
+    joins them behind prelude.cu: the `include_str!` arguments of
+    `SOURCE`'s `source: concat!(...)`, but the leading `../prelude.cu`."""
+    folder, text = launcher(family)
     start = text.find("source: concat!(")
     if start < 0:
-        sys.exit("%s/mod.rs: no `source: concat!(` found" % family)
+        sys.exit("%s: no `source: concat!(` found" % family)
     depth, i = 0, start + len("source: concat!")
     for i in range(i, len(text)):
         depth += {"(": 1, ")": -1}.get(text[i], 0)
@@ -47,9 +63,9 @@ def sources(family):
     # text of the engine's source that this join leaves out.
     rest = re.sub(include, "", args).replace(",", "").strip()
     if rest or not files or files[0] != "../prelude.cu" or any("/" in f for f in files[1:]):
-        sys.exit("%s/mod.rs: expected ../prelude.cu, then the family's own files: %s"
+        sys.exit("%s: expected ../prelude.cu, then the family's own files: %s"
                  % (family, files))
-    return files[1:]
+    return folder, files[1:]
 
 
 def build(family, harness, out, defines):
@@ -57,8 +73,9 @@ def build(family, harness, out, defines):
     the one prelude, as a driver that launches kernels of both runs them)."""
     src = open(os.path.join(KERNELS, "prelude.cu")).read()
     for fam in family.split("+"):
-        for name in sources(fam):
-            src += open(os.path.join(KERNELS, fam, name)).read()
+        folder, names = sources(fam)
+        for name in names:
+            src += open(os.path.join(KERNELS, folder, name)).read()
     unit = os.path.join(os.path.dirname(os.path.abspath(out)), family.replace("+", "_") + "_sim.cpp")
     with open(unit, "w") as f:
         f.write('#define CUDASIM 1\n#include "cudasim.h"\n')

@@ -259,11 +259,11 @@ impl GpuBackend {
     /// ([`GpuBackend::with_strategy`]) forces the update settings of that
     /// strategy's plan here too.
     pub fn describe_op(&self, shape: Shape, op: Operation) -> Result<String, QrError> {
-        let blocks = shape.n().div_ceil(crate::kernels::q::NB);
+        let blocks = shape.n().div_ceil(crate::kernels::trailing_tc::q::NB);
         let on_chip = self.on_chip(shape, matches!(op, Operation::Ormqr(_))).0;
         let apply = |what: &str| -> Result<String, QrError> {
             let how = if let Some(cluster) = on_chip {
-                let room = crate::kernels::q::apply_bytes(shape.n(), cluster) / 1024;
+                let room = crate::kernels::trailing_tc::q::apply_bytes(shape.n(), cluster) / 1024;
                 let blocks = match cluster {
                     1 => format!("one block's shared memory ({room} KiB)"),
                     c => format!("the shared memory of a cluster of {c} blocks ({room} KiB each)"),
@@ -410,7 +410,12 @@ impl GpuBackend {
             return Ok(());
         }
         let _queueing = self.engine.queueing();
-        crate::kernels::q::upper(self.engine.launch(), self.stream(), shape, (h, r, info))
+        crate::kernels::trailing_tc::q::upper(
+            self.engine.launch(),
+            self.stream(),
+            shape,
+            (h, r, info),
+        )
     }
 
     fn run_q(&self, shape: Shape, op: QOp, ops: QOperands) -> Result<(), QrError> {

@@ -384,7 +384,7 @@ ptxas info    : Used 32 registers, used 0 barriers
         }
     }
 
-    /// The Q operations' own kernels (kernels/q) compile for every device
+    /// The Q operations' own kernels (kernels/trailing_tc/q) compile for every device
     /// above, with every cluster size it has (`Q_CLUSTER`); their per-block
     /// updates are the plans' trailing_tc modules, compiled by the test
     /// before.
@@ -400,9 +400,13 @@ ptxas info    : Used 32 registers, used 0 barriers
                 &[1]
             };
             for &c in clusters {
-                let defs = crate::kernels::q::defines(c);
-                let line = check_module(&crate::kernels::q::SOURCE, &defs, d.compute_capability)
-                    .unwrap_or_else(|e| panic!("{} cluster {c}: {e}", d.name));
+                let defs = crate::kernels::trailing_tc::q::defines(c);
+                let line = check_module(
+                    &crate::kernels::trailing_tc::q::SOURCE,
+                    &defs,
+                    d.compute_capability,
+                )
+                .unwrap_or_else(|e| panic!("{} cluster {c}: {e}", d.name));
                 println!("{} cluster {c}: {line}", d.name);
             }
         }

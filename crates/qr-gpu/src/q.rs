@@ -1,5 +1,5 @@
 //! `orgqr` and `ormqr` on the device, queued on the engine's stream: every
-//! 32-column block's V and T formed at once from `(H, tau)` (kernels/q),
+//! 32-column block's V and T formed at once from `(H, tau)` (kernels/trailing_tc/q),
 //! then the blocks applied, then the result checks.
 //!
 //! Two ways to apply the blocks ([`OnChip`]):
@@ -25,8 +25,8 @@ use cudarc::driver::CudaStream;
 use qr_core::{ApplyQ, QrError, Shape, Side, Transpose};
 
 use crate::engine::Engine;
-use crate::kernels::q::{self, Apply, NB, Prepare};
 use crate::kernels::trailing_tc;
+use crate::kernels::trailing_tc::q::{self, Apply, NB, Prepare};
 use crate::plan::PanelPlan;
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;

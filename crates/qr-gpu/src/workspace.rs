@@ -95,7 +95,7 @@ pub(crate) struct Workspace {
     /// zero-column skip; written by the non-finite scan of every call).
     pub zcol: Buf<i32>,
     /// `orgqr` / `ormqr`: every 32-column block's V of a group of matrices
-    /// (kernels/q's `v_floats` per matrix).
+    /// (kernels/trailing_tc/q's `v_floats` per matrix).
     pub qv: Buf<f32>,
     /// `orgqr` / `ormqr`: every block's T, 32 x 32 each.
     pub qt: Buf<f32>,

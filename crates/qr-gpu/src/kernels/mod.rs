@@ -1,11 +1,12 @@
-//! Kernel families: each is a `.cu` file next to the Rust module that
-//! launches it, embedded behind the shared header-free `prelude.cu`, with
-//! entry points named `<family>_<variant>_f32` and compile-time constants
-//! passed as `-D` defines from the plan.
+//! Kernel families, a folder each: the whole-matrix kernel (`smem`), the
+//! panels (`panel`, with the register panel `panel::reg`), the tensor-core
+//! update (`trailing_tc`, with the Q operations' kernels `trailing_tc::q`)
+//! and the checks (`util`). Each NVRTC program is `.cu` files next to the
+//! Rust module that launches it, embedded behind the shared header-free
+//! `prelude.cu`, with entry points named `<program>_<variant>_f32` and
+//! compile-time constants passed as `-D` defines from the plan.
 
 pub(crate) mod panel;
-pub(crate) mod panelreg;
-pub(crate) mod q;
 pub(crate) mod smem;
 pub(crate) mod trailing_tc;
 pub(crate) mod util;
@@ -17,10 +18,10 @@ pub(crate) use crate::nvrtc::KernelSource;
 pub(crate) const ALL: &[&KernelSource] = &[
     &smem::SOURCE,
     &panel::SOURCE,
-    &panelreg::SOURCE,
+    &panel::reg::SOURCE,
     &trailing_tc::SOURCE,
     &util::SOURCE,
-    &q::SOURCE,
+    &trailing_tc::q::SOURCE,
 ];
 
 /// Raises `f`'s dynamic shared-memory limit to at least `bytes`, never

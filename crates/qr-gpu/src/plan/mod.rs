@@ -7,7 +7,8 @@ use std::str::FromStr;
 
 use qr_core::{QrError, Shape};
 
-use crate::kernels::{KernelSource, panel, panelreg, smem};
+use crate::kernels::panel::{self, reg as panelreg};
+use crate::kernels::{KernelSource, smem};
 
 mod choose;
 mod fit;

@@ -1,5 +1,7 @@
 //! Launcher of the panel factorization of the `blocked` and `large` paths.
 
+pub(crate) mod reg;
+
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 

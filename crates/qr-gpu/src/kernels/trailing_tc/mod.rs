@@ -1,6 +1,8 @@
 //! Launcher of the fused tensor-core trailing update (launch contract:
 //! `README.md` beside the kernel; measurements: `docs/perf/trailing_tc.md`).
 
+pub(crate) mod q;
+
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 

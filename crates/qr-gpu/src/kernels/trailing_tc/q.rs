@@ -28,8 +28,8 @@
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
-use super::{KernelSource, grid_dim};
 use crate::error::DriverContext;
+use crate::kernels::{KernelSource, grid_dim};
 use crate::launch::Launch;
 
 const PREPARE: &str = "q_prepare_f32";
@@ -277,7 +277,7 @@ pub(crate) fn apply(
 ) -> Result<(), QrError> {
     let f = k.function(&SOURCE, &defines(cluster), APPLY)?;
     let bytes = apply_bytes(n, cluster);
-    super::raise_dynamic_smem(&f, bytes, APPLY)?;
+    crate::kernels::raise_dynamic_smem(&f, bytes, APPLY)?;
     let tiles = cols.div_ceil(NB);
     let blocks = mats.saturating_mul(tiles).saturating_mul(cluster as usize);
     let cfg = LaunchConfig {

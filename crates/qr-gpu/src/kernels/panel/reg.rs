@@ -5,9 +5,9 @@
 use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
-use super::panel::PanelBuffers;
-use super::{KernelSource, grid_dim};
+use super::PanelBuffers;
 use crate::error::GpuError;
+use crate::kernels::{KernelSource, grid_dim};
 use crate::launch::Launch;
 
 const FACTOR: &str = "panelreg_factor_f32";
