@@ -10,7 +10,8 @@
 #   [CALL_S=S] [TESTS_FILTER=...] bash tools/devrun/verify_call.sh NAME
 # Logs under $OUT (8 files at most come back): log.txt (the device, each
 # step's status and seconds), tests.log, pytest.log, bench.txt,
-# suite_OP.txt, anchor_q.txt, suite_seeds.txt.
+# suites.txt (seed 0, the four operations in turn), anchor_q.txt,
+# suite_seeds.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 name=${1:?usage: verify_call.sh NAME}
@@ -25,7 +26,7 @@ if ls "$b"/qr_rs-*.whl >/dev/null 2>&1; then
     left 60 && t timeout -k 5 $(cap 120) python3 -m qr_rs.bench --device cuda --cases dense --budget 0.3 >"$out/bench.txt" 2>&1
 fi
 for op in geqrf orgqr qr ormqr; do
-    left 60 && t timeout -k 5 $(cap ${SUITE_S:-60}) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed 0 >"$out/suite_$op.txt" 2>&1
+    left 60 && t timeout -k 5 $(cap ${SUITE_S:-60}) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed 0 >>"$out/suites.txt" 2>&1
 done
 left 50 && [ -f .devrun/anchor_q.py ] && t timeout -k 5 50 python3 -u .devrun/anchor_q.py 640,512 60,1024 >"$out/anchor_q.txt" 2>&1
 for s in 1 2; do
