@@ -36,6 +36,28 @@ def test_quick_run_writes_a_passing_row_per_shape_and_op(tmp_path):
     assert "gate: all 6 results pass" in done.stdout
 
 
+def test_a_seed_is_timed_beside_geqrf(tmp_path):
+    # A stand-in for the anchor script: its load_seed hands back a module
+    # whose custom_kernel is qr_rs's own geqrf.
+    anchor = tmp_path / "anchor.py"
+    anchor.write_text(
+        "import types, qr_rs\n"
+        "def load_seed(path):\n"
+        "    assert path == 'seed.txt'\n"
+        "    return types.SimpleNamespace(custom_kernel=lambda a: tuple(qr_rs.geqrf(a)))\n"
+    )
+    out = tmp_path / "out.json"
+    cmd = [sys.executable, "-m", "qr_rs.bench", "--quick", "--shapes", "20x32", "--ops", "geqrf"]
+    cmd += ["--budget", "0.05", "--seed", "seed.txt", "--seed-anchor", str(anchor)]
+    cmd += ["--json", str(out)]
+    done = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stdout + done.stderr
+    (row,) = json.loads(out.read_text())["rows"]
+    assert row["seed_s"] > 0 and row["seed_gate"]["sfr"] <= 5, row
+    assert row["seed_ratio"] == pytest.approx(row["seed_s"] / row["qr_rs_s"])
+    assert "; seed " in done.stdout
+
+
 def test_filters_are_checked():
     with pytest.raises(SystemExit):
         bench.parse_args(["--shapes", "3x3"])

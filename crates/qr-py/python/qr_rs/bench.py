@@ -10,6 +10,12 @@ One process, one device. For each case of the design's benchmark set
   where torch is not installed, which computes in float64 internally;
   ``geqrf`` and ``orgqr`` then have no peer).
 
+With ``--seed SUBMISSION --seed-anchor ANCHOR`` the geqrf rows also time
+the seed (the leaderboard entry qr-rs rebuilt): ``ANCHOR`` is the
+project's ``anchor_qr_v2.py``, whose ``load_seed(SUBMISSION)`` gives the
+module whose ``custom_kernel(A)`` returns ``(H, tau)``; the seed's result
+is gated too.
+
 Inputs are created once per case; every timed call is preceded by a write
 of a 256 MiB buffer (evicting the caches; on CUDA a device buffer, which
 flushes L2), one untimed warm-up call comes first, and the time is the
@@ -303,6 +309,21 @@ def _qr_rs_cuda_reason(torch: Any) -> Optional[str]:
     return None
 
 
+def _load_seed(anchor: Optional[str], submission: str) -> Callable[[Any], Any]:
+    """The seed's ``custom_kernel``, loaded by the anchor script's
+    ``load_seed``."""
+    import importlib.util
+
+    if not anchor:
+        raise SystemExit("--seed needs --seed-anchor (the project's anchor_qr_v2.py)")
+    spec = importlib.util.spec_from_file_location("qr_rs_seed_anchor", anchor)
+    if spec is None or spec.loader is None:
+        raise SystemExit(f"--seed-anchor {anchor}: not a Python file")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module.load_seed(submission).custom_kernel
+
+
 def _calls(op: str, lib: str, torch: Any, a: Any, h: Any, tau: Any) -> Optional[Callable[[], Any]]:
     if lib == "qr_rs":
         return {
@@ -343,6 +364,7 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
     peer_lib = "torch" if torch is not None else "numpy"
     timer = _CudaTimer(torch) if cuda else _CpuTimer()
     qr_rs_skip = _qr_rs_cuda_reason(torch) if cuda else None
+    seed_fn = _load_seed(args.seed_anchor, args.seed) if args.seed else None
 
     if cuda:
         device_name = torch.cuda.get_device_name()
@@ -430,6 +452,12 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
                     gated = (row["peer"], peer_fn(), ph, ptau)
             if row["qr_rs_s"] and row["peer_s"]:
                 row["ratio"] = row["peer_s"] / row["qr_rs_s"]
+            if seed_fn is not None and op == "geqrf":
+                row["seed_s"], row["seed_reps"] = measure(timer, lambda: seed_fn(a), args.budget)
+                seed_gate = gate(op, a_np, [_np(x) for x in seed_fn(a)])
+                row["seed_gate"] = seed_gate["values"]
+                if row["qr_rs_s"]:
+                    row["seed_ratio"] = row["seed_s"] / row["qr_rs_s"]
             if gated is not None:
                 g = gate(op, a_np, _gate_inputs(op, a_np, *gated[1:]))
                 row.update(gated=gated[0], gate=g["values"])
@@ -463,10 +491,17 @@ def _format_row(row: Dict[str, Any]) -> str:
         verdict = "ok" if row["bar_pass"] else ("gate" if row["gate_pass"] else "FAIL")
         who = "" if row["gated"] == "qr_rs" else f" (of {row['gated']})"
         gate_txt = f"{vals} {verdict}{who}"
-    return (
+    line = (
         f"{row['spec']:<28} {row['op']:<6} {row['batch']:>5} {_us(row['qr_rs_s']):>12} "
         f"{row['peer'] or '-':<34} {_us(row['peer_s']):>12} {ratio:>10}  {gate_txt}"
     )
+    if "seed_s" in row:
+        seed_ratio = row.get("seed_ratio")
+        sfr = row["seed_gate"].get("sfr", float("nan"))
+        line += f"; seed {_us(row['seed_s'])} us" + (
+            f" ({seed_ratio:.2f}x)" if seed_ratio else ""
+        ) + f" sfr {sfr:.3g}"
+    return line
 
 
 def _summary(rows: List[Dict[str, Any]], ops: Sequence[str]) -> Dict[str, Any]:
@@ -536,6 +571,16 @@ def parse_args(argv: Optional[Sequence[str]] = None) -> argparse.Namespace:
         "--quick", action="store_true", help=f"cap every batch at {QUICK_BATCH} (a smoke run)"
     )
     p.add_argument("--json", metavar="FILE", help="also write the rows and settings as JSON")
+    p.add_argument(
+        "--seed",
+        metavar="SUBMISSION",
+        help="also time the seed's geqrf from this submission file (needs --seed-anchor)",
+    )
+    p.add_argument(
+        "--seed-anchor",
+        metavar="ANCHOR",
+        help="the project's anchor_qr_v2.py, whose load_seed loads --seed",
+    )
     args = p.parse_args(argv)
     if args.budget < 0:
         p.error("--budget must be >= 0")
