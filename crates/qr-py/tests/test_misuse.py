@@ -116,6 +116,23 @@ def test_a_non_cpu_producer_is_refused_by_device():
         qr_rs.geqrf(OnMetal())
 
 
+def test_cuda_tensors_of_two_devices_are_refused_before_any_export():
+    class OnCuda:
+        def __init__(self, device):
+            self.device = device
+
+        def __dlpack_device__(self):
+            return (2, self.device)
+
+        def __dlpack__(self, **kwargs):
+            raise AssertionError("must be refused before exporting")
+
+    with pytest.raises(ValueError, match="tau is on CUDA device 1 while H is on CUDA device 0"):
+        qr_rs.householder_product(OnCuda(0), OnCuda(1))
+    with pytest.raises(ValueError, match="C is on the CPU while H is on CUDA device 0"):
+        qr_rs.ormqr(OnCuda(0), OnCuda(0), square(2, 3, 3))
+
+
 def test_a_producer_that_raises_propagates_its_error():
     class Broken:
         def __dlpack_device__(self):
