@@ -77,7 +77,8 @@ pub(super) fn variants() -> Vec<Variant> {
         );
     }
     // The warp kernel of orders up to 32 against the register
-    // kernel the planner takes without it.
+    // kernel the planner takes without it, by batch: it lost at 20 x 32
+    // and won at 20000 x 32 on the H100 (docs/PERF.md, `smem_warp_max_n`).
     for max_n in [0usize, 32] {
         let t = Tuning {
             smem_warp_max_n: max_n,
@@ -88,7 +89,10 @@ pub(super) fn variants() -> Vec<Variant> {
             &[
                 "20,32,1,dense",
                 "20,16,1,dense",
+                "132,32,1,dense",
+                "528,32,1,dense",
                 "640,32,1,dense",
+                "2112,32,1,dense",
                 "20000,32,1,dense",
             ],
             format!("smem warp {max_n}"),
