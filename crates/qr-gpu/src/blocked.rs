@@ -46,6 +46,7 @@ pub(crate) fn factor(
     let meeting = plan.panel.meeting(plan.strategy);
     let global = meeting == Meeting::Global;
     let stream = lane.stream();
+    let launch = engine.launch();
     let mut ws = lane.workspace();
     let reg_rows = plan.panel.rows_per_thread;
     // The zero-column bounds, then (fused checks) the writers' overflow
@@ -55,7 +56,7 @@ pub(crate) fn factor(
         .zcol
         .ensure(stream, if fused { 2 * batch } else { batch })?;
     let oflow = if fused { zcol + (batch * 4) as u64 } else { 0 };
-    util::zero_nonfinite_zcol(engine.launch(), stream, shape, info, zcol, fused)?;
+    util::zero_nonfinite_zcol(launch, stream, shape, info, zcol, fused)?;
     let out_of_place = plan.panel.tensor_trailing;
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
@@ -70,12 +71,12 @@ pub(crate) fn factor(
     };
     if checks_aside {
         lane.aux_waits_main()?;
-        util::scan(engine.launch(), lane.aux_stream(), shape, a, info, zcol)?;
+        util::scan(launch, lane.aux_stream(), shape, a, info, zcol)?;
     } else {
-        util::scan(engine.launch(), stream, shape, a, info, zcol)?;
+        util::scan(launch, stream, shape, a, info, zcol)?;
     }
     if !out_of_place {
-        engine.launch().copy_dtod(stream, h, a, shape.a_bytes())?;
+        launch.copy_dtod(stream, h, a, shape.a_bytes())?;
     }
     let mut buf = PanelBuffers {
         h,
@@ -117,7 +118,7 @@ pub(crate) fn factor(
         None
     } else {
         Some(panel::function(
-            engine.launch(),
+            launch,
             threads,
             meeting,
             plan.panel.variant(),
@@ -204,13 +205,13 @@ pub(crate) fn factor(
             cols: (0, n),
             taus: (0, split),
         };
-        util::overflow_in(engine.launch(), aux, shape, out, top)?;
+        util::overflow_in(launch, aux, shape, out, top)?;
         let left = util::Region {
             rows: (split, n),
             cols: (0, split),
             taus: (0, 0),
         };
-        util::overflow_in(engine.launch(), aux, shape, out, left)
+        util::overflow_in(launch, aux, shape, out, left)
     };
     for (k, p) in (0..n).step_by(NB).enumerate() {
         let w = NB.min(n - p);
@@ -253,7 +254,7 @@ pub(crate) fn factor(
                     prev,
                 )?,
                 None => panelreg::launch(
-                    engine.launch(),
+                    launch,
                     panel_stream,
                     threads,
                     plan.panel.min_threads,

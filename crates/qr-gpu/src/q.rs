@@ -99,13 +99,14 @@ pub(crate) fn run(
         return Ok(());
     }
     let stream = engine.stream();
+    let launch = engine.launch();
     let k = match op {
         QOp::Orgqr => n,
         QOp::Ormqr(_, k) => k,
     };
     if n == 0 || k == 0 {
         if ops.info != 0 {
-            engine.launch().memset_u32(stream, ops.info, 0, batch)?;
+            launch.memset_u32(stream, ops.info, 0, batch)?;
         }
         return Ok(());
     }
@@ -130,7 +131,7 @@ pub(crate) fn run(
         // bad, cbad and the update's zero-column bounds, an int per matrix.
         let flags = ws.qflags.ensure(stream, 3 * mats)?;
         let (bad, cbad, zcol) = (flags, flags + 4 * mats as u64, flags + 8 * mats as u64);
-        engine.launch().memset_u32(stream, bad, 0, mats)?;
+        launch.memset_u32(stream, bad, 0, mats)?;
         if on_chip.is_none() {
             // No column is known to be zero: the update skips nothing.
             engine
@@ -163,9 +164,9 @@ pub(crate) fn run(
         };
         match op {
             QOp::Orgqr if let Some(cluster) = on_chip => {
-                q::prepare(engine.launch(), stream, prep(0), n, mats, false)?;
+                q::prepare(launch, stream, prep(0), n, mats, false)?;
                 q::apply(
-                    engine.launch(),
+                    launch,
                     stream,
                     (v, t, out),
                     (n * n, n, n),
@@ -174,16 +175,10 @@ pub(crate) fn run(
                     cluster,
                     Apply::Form,
                 )?;
-                q::finish(
-                    engine.launch(),
-                    stream,
-                    (out, out_len),
-                    (bad, 0, info),
-                    mats,
-                )?;
+                q::finish(launch, stream, (out, out_len), (bad, 0, info), mats)?;
             }
             QOp::Orgqr => {
-                q::prepare(engine.launch(), stream, prep(out), n, mats, true)?;
+                q::prepare(launch, stream, prep(out), n, mats, true)?;
                 for kb in (0..q::blocks(n)).rev() {
                     let p = kb * NB;
                     if n > p + NB {
@@ -192,23 +187,17 @@ pub(crate) fn run(
                         blocks.update(engine, stream, update, kb, (a2, dims))?;
                     }
                 }
-                q::finish(
-                    engine.launch(),
-                    stream,
-                    (out, out_len),
-                    (bad, 0, info),
-                    mats,
-                )?;
+                q::finish(launch, stream, (out, out_len), (bad, 0, info), mats)?;
             }
             QOp::Ormqr(apply, k) => {
-                q::scan(engine.launch(), stream, (out, out_len), cbad, mats)?;
+                q::scan(launch, stream, (out, out_len), cbad, mats)?;
                 // From the right, op(Q) applies to C^T from the left, with
                 // the transpose flipped.
                 let (c, transpose) = match apply.side {
                     Side::Left => (out, apply.transpose),
                     Side::Right => {
                         let ct = ws.qc.ensure(stream, mats * out_len)?;
-                        q::transpose(engine.launch(), stream, (out, ct), (k, n), mats)?;
+                        q::transpose(launch, stream, (out, ct), (k, n), mats)?;
                         let flipped = match apply.transpose {
                             Transpose::No => Transpose::Yes,
                             Transpose::Yes => Transpose::No,
@@ -221,11 +210,11 @@ pub(crate) fn run(
                 // (on chip T for T^T; per block the reflectors reversed).
                 let reverse = transpose == Transpose::No;
                 let reversed = reverse && on_chip.is_none();
-                q::prepare(engine.launch(), stream, prep(0), n, mats, reversed)?;
+                q::prepare(launch, stream, prep(0), n, mats, reversed)?;
                 if let Some(cluster) = on_chip {
                     let mode = if reverse { Apply::Q } else { Apply::Qt };
                     q::apply(
-                        engine.launch(),
+                        launch,
                         stream,
                         (v, t, c),
                         (n * k, k, k),
@@ -246,15 +235,9 @@ pub(crate) fn run(
                     }
                 }
                 if apply.side == Side::Right {
-                    q::transpose(engine.launch(), stream, (c, out), (n, k), mats)?;
+                    q::transpose(launch, stream, (c, out), (n, k), mats)?;
                 }
-                q::finish(
-                    engine.launch(),
-                    stream,
-                    (out, out_len),
-                    (bad, cbad, info),
-                    mats,
-                )?;
+                q::finish(launch, stream, (out, out_len), (bad, cbad, info), mats)?;
             }
         }
     }

@@ -50,11 +50,9 @@ fn gpu(device: i32) -> PyResult<Arc<GpuBackend>> {
 /// One line naming the engine of CUDA device `device` (created if needed).
 #[pyfunction]
 pub fn describe_cuda(device: i32) -> PyResult<String> {
-    let g = gpu(device)?;
-    let d = g.device();
     Ok(format!(
-        "qr-rs CUDA engine on device {device}: {} (compute capability {}.{}, {} SMs)",
-        d.name, d.compute_capability.0, d.compute_capability.1, d.sm_count
+        "qr-rs CUDA engine on device {device}: {}",
+        gpu(device)?.device()
     ))
 }
 
@@ -90,21 +88,20 @@ unsafe impl DlpackStream for Consumer {
     }
 }
 
-/// A checked CUDA tensor: its device, shape and address, kept alive by its
-/// DLPack owner for the call.
+/// A checked CUDA tensor: its device, shape and address (its DLPack owner
+/// is held by the [`Call`] until the work is queued).
 struct Tensor {
     device: i32,
     shape: Vec<usize>,
     ptr: u64,
-    _owner: ImportedDlpack,
 }
 
 impl Tensor {
     fn buffer<T>(&self, name: &str) -> PyResult<RawBuffer<T>> {
         let len = self.shape.iter().product();
         // SAFETY: the address is a compact tensor of `len` elements of the
-        // checked dtype on the checked device, which its owner keeps alive
-        // for the call; its framework allocated it in stream order on the
+        // checked dtype on the checked device, whose owner the call holds
+        // until its work is queued; its framework allocated it in stream order on the
         // stream that the call orders its work with, so it is not reused
         // before that work.
         unsafe { RawBuffer::new(self.ptr, len, name) }.map_err(|e| match e {
@@ -119,7 +116,7 @@ fn import(
     name: &str,
     stream: usize,
     want: (DLDataType, &str),
-) -> PyResult<Tensor> {
+) -> PyResult<(Tensor, ImportedDlpack)> {
     let request = ImportRequest::new(obj.as_borrowed())?;
     let imported = request.import(Some(&Consumer(stream)), None)?;
     let t = imported
@@ -158,12 +155,7 @@ fn import(
         .checked_add(t.byte_offset())
         .ok_or_else(|| PyValueError::new_err(format!("{name}: its address overflows")))?;
     let device = device.device_id;
-    Ok(Tensor {
-        device,
-        shape,
-        ptr,
-        _owner: imported,
-    })
+    Ok((Tensor { device, shape, ptr }, imported))
 }
 
 const F32: (DLDataType, &str) = (
@@ -183,11 +175,13 @@ const I32: (DLDataType, &str) = (
     "int32",
 );
 
-/// The tensors of one call, on one device.
+/// The tensors of one call, on one device, their DLPack owners held until
+/// the call is dropped (after its work is queued).
 struct Call {
     device: i32,
     stream: usize,
     first: &'static str,
+    owners: Vec<ImportedDlpack>,
 }
 
 impl Call {
@@ -196,6 +190,7 @@ impl Call {
             device: -1,
             stream,
             first: "",
+            owners: Vec::new(),
         }
     }
 
@@ -205,7 +200,8 @@ impl Call {
         name: &'static str,
         want: (DLDataType, &str),
     ) -> PyResult<Tensor> {
-        let t = import(obj, name, self.stream, want)?;
+        let (t, owner) = import(obj, name, self.stream, want)?;
+        self.owners.push(owner);
         if self.first.is_empty() {
             (self.device, self.first) = (t.device, name);
         } else if t.device != self.device {

@@ -69,17 +69,16 @@ def backend(device: Any = None) -> str:
     that tensor's device (created if needed)."""
     if device is None:
         return _native.describe_cpu()
-    if _cuda.device_of(device) is not None:
-        return _native.describe_cuda(_cuda.device_of(device)[1])
+    on = _cuda.device_of(device)
+    if on is not None:
+        return _native.describe_cuda(on[1])
     text = str(device)
     if text == "cuda" or text.startswith("cuda:"):
         return _native.describe_cuda(int(text.partition(":")[2] or 0))
     return _native.describe_cpu()
 
 
-def _root(x: Any) -> str:
-    """The top-level module of ``x``'s type (``torch``, ``numpy``...)."""
-    return type(x).__module__.split(".")[0]
+_root = _cuda.root
 
 
 def _is_torch(x: Any) -> bool:
@@ -135,13 +134,20 @@ def _contiguous(x: Any) -> Any:
     return x
 
 
-def _on_cuda(tensors: Tuple[Any, ...]) -> bool:
-    return any(_cuda.device_of(t) is not None for t in tensors)
-
-
-def _cuda_call(fn: Callable[..., Any], tensors: Tuple[Any, ...], names: Tuple[str, ...], *args: Any):
-    prepared = tuple(_prepare(t, n) for t, n in zip(tensors, names))
-    return fn(_cuda.framework(prepared, names), *prepared, *args)
+def _run(
+    native: Callable[..., Any],
+    cuda: Callable[..., Any],
+    tensors: Tuple[Any, ...],
+    names: Tuple[str, ...],
+    *args: Any,
+) -> Tuple[Any, ...]:
+    """The call's results in its tensors' framework: ``cuda`` (a function of
+    ``_cuda``) where any tensor is on a CUDA device, else ``native`` (the
+    CPU engine's) with its results handed to the first tensor's framework."""
+    if any(_cuda.device_of(t) is not None for t in tensors):
+        prepared = tuple(_prepare(t, n) for t, n in zip(tensors, names))
+        return cuda(_cuda.framework(prepared, names), *prepared, *args)
+    return _out(tensors[0], _call(native, tensors, names, *args))
 
 
 def _call(fn: Callable[..., Any], tensors: Tuple[Any, ...], names: Tuple[str, ...], *args: Any):
@@ -174,10 +180,7 @@ def geqrf(A: Any, *, return_info: bool = False):
     the batch shape). Raises ``TypeError`` for a dtype other than float32,
     ``ValueError`` for a shape that is not ``(..., n, n)``.
     """
-    if _on_cuda((A,)):
-        out = _cuda_call(_cuda.geqrf, (A,), ("A",))
-    else:
-        out = _out(A, _call(_native.geqrf, (A,), ("A",)))
+    out = _run(_native.geqrf, _cuda.geqrf, (A,), ("A",))
     return GeqrfInfoResult(*out) if return_info else GeqrfResult(*out[:2])
 
 
@@ -195,10 +198,7 @@ def householder_product(H: Any, tau: Any, *, return_info: bool = False):
     ``return_info=True`` the result is ``(Q, info)``: ``info`` is 1 where
     the reflectors hold a NaN or an infinity (that ``Q`` is NaN).
     """
-    if _on_cuda((H, tau)):
-        q, info = _cuda_call(_cuda.orgqr, (H, tau), ("H", "tau"))
-    else:
-        q, info = _out(H, _call(_native.orgqr, (H, tau), ("H", "tau")))
+    q, info = _run(_native.orgqr, _cuda.orgqr, (H, tau), ("H", "tau"))
     return (q, info) if return_info else q
 
 
@@ -228,11 +228,8 @@ def ormqr(
     result is a new array). With ``return_info=True`` the result is
     ``(C', info)``.
     """
-    names = ("H", "tau", "C")
-    if _on_cuda((H, tau, C)):
-        c, info = _cuda_call(_cuda.ormqr, (H, tau, C), names, bool(left), bool(transpose))
-    else:
-        c, info = _out(H, _call(_native.ormqr, (H, tau, C), names, bool(left), bool(transpose)))
+    flags = (bool(left), bool(transpose))
+    c, info = _run(_native.ormqr, _cuda.ormqr, (H, tau, C), ("H", "tau", "C"), *flags)
     return (c, info) if return_info else c
 
 
@@ -252,10 +249,7 @@ def qr(A: Any, mode: str = "reduced", *, return_info: bool = False):
     """
     if mode not in ("reduced", "complete", "r"):
         raise ValueError(f"qr: mode must be 'reduced', 'complete' or 'r', got {mode!r}")
-    if _on_cuda((A,)):
-        q, r, info = _cuda_call(_cuda.qr, (A,), ("A",))
-    else:
-        q, r, info = _out(A, _call(_native.qr, (A,), ("A",)))
+    q, r, info = _run(_native.qr, _cuda.qr, (A,), ("A",))
     if mode == "r":
         q = q[..., :0, :0].reshape(0)
     return QRInfoResult(q, r, info) if return_info else QRResult(q, r)

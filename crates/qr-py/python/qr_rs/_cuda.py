@@ -20,7 +20,8 @@ from . import _native
 ALIGN = 256
 
 
-def _root(x: Any) -> str:
+def root(x: Any) -> str:
+    """The top-level module of ``x``'s type (``torch``, ``numpy``...)."""
     return type(x).__module__.split(".")[0]
 
 
@@ -67,9 +68,6 @@ class _Torch:
         h[..., k:] = self.torch.triu(h[..., k:], -k)
         return h
 
-    def device_index(self) -> int:
-        return self.device.index if self.device.index is not None else 0
-
 
 class _CuPy:
     def __init__(self, like: Any):
@@ -103,9 +101,6 @@ class _CuPy:
             h[..., k:] = self.cupy.triu(h[..., k:], -k)
         return h
 
-    def device_index(self) -> int:
-        return int(self.device.id)
-
 
 def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...]):
     """The framework adapter of a call whose first CUDA tensor decides the
@@ -120,19 +115,19 @@ def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...]):
                 f"{devices[first][1]}: every tensor of a call must be on one device"
             )
     like = tensors[first]
-    root = _root(like)
+    kind = root(like)
     for t, n in zip(tensors, names):
-        if _root(t) != root:
+        if root(t) != kind:
             raise TypeError(
-                f"{n} is a {_root(t)} array while {names[first]} is a {root} one: "
+                f"{n} is a {root(t)} array while {names[first]} is a {kind} one: "
                 "the tensors of a CUDA call must come from one framework"
             )
-    if root == "torch":
+    if kind == "torch":
         return _Torch(like)
-    if root == "cupy":
+    if kind == "cupy":
         return _CuPy(like)
     raise NotImplementedError(
-        f"{names[first]}: CUDA arrays of {root} are not supported: qr_rs writes its results "
+        f"{names[first]}: CUDA arrays of {kind} are not supported: qr_rs writes its results "
         "into arrays it allocates with torch or CuPy; convert with torch.from_dlpack(x) "
         "or cupy.from_dlpack(x)"
     )
@@ -226,6 +221,3 @@ def qr(fw: Any, a: Any):
     _native.qr_cuda(a, h, tau, info, q, r, fw.stream())
     return q, r, info
 
-
-def describe(fw: Any) -> str:
-    return _native.describe_cuda(fw.device_index())
