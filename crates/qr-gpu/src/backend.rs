@@ -14,7 +14,7 @@ use crate::engine::Engine;
 use crate::error::DriverContext;
 use crate::factor;
 use crate::peers::host_round_trip;
-use crate::plan::{self, PanelPlan, Plan, Strategy};
+use crate::plan::{self, Plan, Route, Strategy, Update};
 use crate::probe::DeviceInfo;
 use crate::q::{self as qops, QOp, QOperands};
 use crate::tuning::Tuning;
@@ -243,7 +243,7 @@ impl GpuBackend {
     /// the blocked plan's of the same shape.
     pub fn q_plan(&self, shape: Shape) -> Result<Plan, QrError> {
         let p = self.plan(shape)?;
-        if p.strategy != Strategy::Smem {
+        if p.strategy() != Strategy::Smem {
             return Ok(p);
         }
         plan::plan(
@@ -319,8 +319,14 @@ impl GpuBackend {
         qops::OnChip::choose(shape.n(), self.engine.info(), &self.tuning, ormqr)
     }
 
-    fn q_update(&self, shape: Shape) -> Result<PanelPlan, QrError> {
-        Ok(self.q_plan(shape)?.panel)
+    /// The trailing update of [`GpuBackend::q_plan`].
+    fn q_update(&self, shape: Shape) -> Result<Update, QrError> {
+        match self.q_plan(shape)?.route {
+            Route::Blocked(b) => Ok(b.update),
+            Route::Small(_) => Err(QrError::Unsupported {
+                message: format!("no blocked plan for {shape} to take the update settings of"),
+            }),
+        }
     }
 
     /// Queues `orgqr` of the device reflectors `(h, tau)` of `shape` into

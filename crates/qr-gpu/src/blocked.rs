@@ -7,7 +7,7 @@
 use std::ffi::c_int;
 
 use cudarc::cublas::sys::cublasOperation_t as Op;
-use cudarc::driver::CudaStream;
+use cudarc::driver::{CudaFunction, CudaStream};
 use qr_core::{QrError, Shape};
 
 use crate::bench::Operands;
@@ -17,7 +17,7 @@ use crate::kernels::panel::reg as panelreg;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::trailing_tc;
 use crate::kernels::util;
-use crate::plan::Plan;
+use crate::plan::{Blocked, Panel, TensorUpdate, Update};
 
 /// Most matrices per launch: the grid's y dimension and cuBLAS's batch count.
 const MAX_MATS_PER_LAUNCH: usize = 65_535;
@@ -35,35 +35,38 @@ const MAX_MATS_PER_LAUNCH: usize = 65_535;
 pub(crate) fn factor(
     engine: &Engine,
     lane: &Lane,
-    plan: &Plan,
+    plan: &Blocked,
     shape: Shape,
     ops: Operands,
 ) -> Result<Checks, QrError> {
     let Operands { a, h, tau, info } = ops;
     let (batch, n) = (shape.batch(), shape.n());
-    let groups = plan.panel.groups.max(1);
-    let threads = plan.panel.threads;
-    let meeting = plan.panel.meeting(plan.strategy);
+    let groups = plan.meeting.groups();
+    let threads = plan.panel.threads();
+    let meeting = plan.meeting.kernel();
     let global = meeting == Meeting::Global;
     let stream = lane.stream();
     let launch = engine.launch();
     let mut ws = lane.workspace();
-    let reg_rows = plan.panel.rows_per_thread;
     // The zero-column bounds, then (fused checks) the writers' overflow
     // marks: one buffer, zeroed at once.
-    let fused = plan.panel.fused_checks;
+    let fused = plan.schedule.fused_checks;
     let zcol = ws
         .zcol
         .ensure(stream, if fused { 2 * batch } else { batch })?;
     let oflow = if fused { zcol + (batch * 4) as u64 } else { 0 };
     util::zero_nonfinite_zcol(launch, stream, shape, info, zcol, fused)?;
-    let out_of_place = plan.panel.tensor_trailing;
+    let tensor = match plan.update {
+        Update::Tensor(t) => Some(t),
+        Update::Sgemm => None,
+    };
+    let out_of_place = tensor.is_some();
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
     // (`Tuning::checks_aside`); every later step waits for it. There too,
     // once the step ending at column `split` is queued, the overflow check
     // of the rows and columns before it (final from then on).
-    let checks_aside = plan.panel.checks_aside && out_of_place;
+    let checks_aside = plan.schedule.checks_aside;
     let split = if checks_aside && n > 2 * NB && !fused {
         (n / 2).next_multiple_of(NB)
     } else {
@@ -103,7 +106,7 @@ pub(crate) fn factor(
         },
         oflow,
     };
-    let (wbuf, w2buf) = if plan.panel.tensor_trailing {
+    let (wbuf, w2buf) = if out_of_place {
         (0, 0)
     } else {
         (
@@ -114,19 +117,27 @@ pub(crate) fn factor(
 
     let max_rows = n.div_ceil(groups as usize);
     // The register panel needs no shared-memory kernel at all.
-    let f = if reg_rows > 0 {
-        None
-    } else {
-        Some(panel::function(
-            launch,
-            threads,
-            meeting,
-            plan.panel.variant(),
-            max_rows,
-        )?)
+    let kernel = match plan.panel {
+        Panel::Registers {
+            min_threads,
+            rows_per_thread,
+            halves,
+            ..
+        } => PanelKernel::Registers {
+            min_threads,
+            rows_per_thread,
+            halves,
+        },
+        Panel::Shared {
+            pipelined, fold, ..
+        } => {
+            let variant = panel::Variant { pipelined, fold };
+            let f = panel::function(launch, threads, meeting, variant, max_rows)?;
+            PanelKernel::Shared(f, variant)
+        }
     };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
-    if let (true, Some(f)) = (global, &f) {
+    if let (true, PanelKernel::Shared(f, _)) = (global, &kernel) {
         engine
             .launch()
             .memset_u32(stream, buf.counters, 0, 2 * batch)?;
@@ -156,14 +167,14 @@ pub(crate) fn factor(
         }
     }
 
-    // Look-ahead (`Plan::runs_ahead`): the panels and the update of each
+    // Look-ahead (`Schedule::ahead`): the panels and the update of each
     // next panel's own columns run on the engine's priority stream, the
     // rest of each update on the main stream, so that panel k + 1 (latency
     // bound) overlaps the bulk of update k. Panels alternate between two
     // V / T buffers: update k still reads its V and T while panel k + 1
     // writes the next. Every element sees the same operations in the same
     // order either way, so the bits do not change.
-    let ahead = plan.runs_ahead() && n > NB;
+    let ahead = plan.schedule.ahead;
     let vt = if ahead {
         Some((
             ws.v2.ensure(stream, batch * n * NB)?,
@@ -178,18 +189,12 @@ pub(crate) fn factor(
     }
     let panel_stream = if ahead { side } else { stream };
     let (v1, t1) = (buf.v, buf.t);
-    // Fold (`Plan`'s `fold`): each panel but the first applies the previous
+    // Fold (`Panel::Shared`'s `fold`): each panel but the first applies the previous
     // panel's reflectors to its own columns itself, instead of a tensor-core
     // launch of that update between the two panels; the bulk update leaves
     // those columns out. The first fold reads them where the first update
     // would have: the input, out of place.
-    let fold = plan.panel.fold
-        && plan.panel.tensor_trailing
-        && match &f {
-            Some(_) => plan.panel.variant().effective(meeting, threads).fold,
-            // The register panel does not fold.
-            None => false,
-        };
+    let fold = plan.panel.folds();
     let first_src = buf.src;
     // The check of the rows and columns final at mid-factorization, once
     // the step that finishes them is queued.
@@ -237,13 +242,13 @@ pub(crate) fn factor(
         };
         for mat0 in (0..batch).step_by(per_launch) {
             let mats = per_launch.min(batch - mat0);
-            match &f {
-                Some(f) => panel::launch(
+            match &kernel {
+                PanelKernel::Shared(f, variant) => panel::launch(
                     panel_stream,
                     f,
                     threads,
                     meeting,
-                    plan.panel.variant(),
+                    *variant,
                     groups,
                     n,
                     p,
@@ -253,12 +258,16 @@ pub(crate) fn factor(
                     &pbuf,
                     prev,
                 )?,
-                None => panelreg::launch(
+                PanelKernel::Registers {
+                    min_threads,
+                    rows_per_thread,
+                    halves,
+                } => panelreg::launch(
                     launch,
                     panel_stream,
                     threads,
-                    plan.panel.min_threads,
-                    reg_rows,
+                    *min_threads,
+                    *rows_per_thread,
                     meeting.cluster_size(),
                     n,
                     p,
@@ -266,7 +275,7 @@ pub(crate) fn factor(
                     mat0,
                     mats,
                     &pbuf,
-                    plan.panel.reg_halves,
+                    *halves,
                 )?,
             }
         }
@@ -277,7 +286,7 @@ pub(crate) fn factor(
         }
         if p + w < n {
             let next = NB.min(n - p - w);
-            if fold || ahead {
+            if let Some(t) = tensor.filter(|_| fold || ahead) {
                 // The bulk leaves the next panel's columns out. Ahead, it
                 // waits for this panel only, and the next panel's columns
                 // (its update, or with the fold the next panel itself) wait
@@ -287,19 +296,19 @@ pub(crate) fn factor(
                     lane.side_waits_main()?;
                 }
                 if !fold {
-                    tensor_update(engine, side, plan, p, w, (p + w, next), &buf)?;
+                    tensor_update(engine, side, (shape, &t), p, w, (p + w, next), &buf)?;
                 }
                 tensor_update(
                     engine,
                     stream,
-                    plan,
+                    (shape, &t),
                     p,
                     w,
                     (p + w + next, n - p - w - next),
                     &buf,
                 )?;
-            } else if plan.panel.tensor_trailing {
-                tensor_update(engine, stream, plan, p, w, (p + w, n - p - w), &buf)?;
+            } else if let Some(t) = tensor {
+                tensor_update(engine, stream, (shape, &t), p, w, (p + w, n - p - w), &buf)?;
             } else {
                 trailing_update(engine, shape, p, w, &buf, wbuf, w2buf)?;
             }
@@ -322,12 +331,24 @@ pub(crate) fn factor(
     Ok(Checks { split, oflow })
 }
 
+/// The panel kernel of one factorization: the shared-memory kernel,
+/// compiled, with its variant, or the register panel's parameters (its
+/// launcher picks each panel's block).
+enum PanelKernel {
+    Shared(CudaFunction, panel::Variant),
+    Registers {
+        min_threads: u32,
+        rows_per_thread: u32,
+        halves: bool,
+    },
+}
+
 /// What a factorization leaves the caller to check.
 pub(crate) struct Checks {
     /// The overflow check of every entry of H in a row or column before
     /// `split` (and of tau before it) is queued already.
     pub split: usize,
-    /// With `Plan`'s `fused_checks`, the writers' overflow marks (batch
+    /// With `Schedule::fused_checks`, the writers' overflow marks (batch
     /// ints), which the NaN fill turns into info; every value of H and tau
     /// is checked as it is written, so no separate check is left. Else 0.
     pub oflow: u64,
@@ -340,13 +361,13 @@ pub(crate) struct Checks {
 fn tensor_update(
     engine: &Engine,
     stream: &CudaStream,
-    plan: &Plan,
+    (shape, plan): (Shape, &TensorUpdate),
     p: usize,
     w: usize,
     (c0, ntrail): (usize, usize),
     buf: &PanelBuffers,
 ) -> Result<(), QrError> {
-    let (shape, warps) = (plan.shape, plan.panel.tensor_warps);
+    let warps = plan.warps;
     let n = shape.n();
     let nrow = n - p;
     if ntrail == 0 {
@@ -361,8 +382,8 @@ fn tensor_update(
             tiles.saturating_mul(mats),
             nrow,
             engine.info().sm_count,
-            plan.panel.tensor_row_split,
-            plan.panel.tensor_row_split_min_rows,
+            plan.row_split,
+            plan.row_split_min_rows,
         );
         let op = trailing_tc::Operands {
             a: buf.h + ((mat0 * n * n + p * n + c0) * 4) as u64,
@@ -390,8 +411,8 @@ fn tensor_update(
             mats,
             warps,
             trailing_tc::Staging {
-                depth: plan.panel.tensor_stage_depth,
-                l2_hints: plan.panel.tensor_l2_hints,
+                depth: plan.stage_depth,
+                l2_hints: plan.l2_hints,
             },
             row_split,
         )?;

@@ -6,7 +6,7 @@ use qr_core::QrError;
 use rayon::prelude::*;
 
 use crate::kernels::{KernelSource, panel, trailing_tc, util};
-use crate::plan::{Plan, Strategy};
+use crate::plan::{Blocked, Plan, Update};
 use crate::ptx_cache::PtxCache;
 
 /// One kernel module: a family and its `-D` defines.
@@ -21,29 +21,30 @@ type Module = (&'static KernelSource, Vec<(String, String)>);
 /// kernel needs, so the first panel's module stands for them here.
 pub(crate) fn modules(plan: &Plan) -> Vec<Module> {
     let mut out = vec![plan.kernel(), (&util::SOURCE, Vec::new())];
-    if plan.strategy == Strategy::Smem {
+    let Some(Blocked {
+        update: Update::Tensor(t),
+        ..
+    }) = plan.blocked()
+    else {
         return out;
+    };
+    let vec4 = plan.shape.n() % 4 == 0;
+    let staged = t.stage_depth > 0 && vec4;
+    let mut stages = vec![0];
+    if staged {
+        stages.push(t.stage_depth.min(8));
     }
-    let pp = &plan.panel;
-    if pp.tensor_trailing {
-        let vec4 = plan.shape.n() % 4 == 0;
-        let staged = pp.tensor_stage_depth > 0 && vec4;
-        let mut stages = vec![0];
-        if staged {
-            stages.push(pp.tensor_stage_depth.min(8));
-        }
-        // `trailing_tc::row_split` halves the plan's most blocks of a split
-        // until a launch fits, so each power of two up to it may come.
-        let splits: Vec<u32> = std::iter::successors(Some(1u32), |k| Some(2 * k))
-            .take_while(|&k| k <= trailing_tc::split_size(pp.tensor_row_split))
-            .collect();
-        for &stage in &stages {
-            for &split in &splits {
-                out.push((
-                    &trailing_tc::SOURCE,
-                    trailing_tc::defines(vec4, pp.tensor_warps, stage, split, pp.tensor_l2_hints),
-                ));
-            }
+    // `trailing_tc::row_split` halves the plan's most blocks of a split
+    // until a launch fits, so each power of two up to it may come.
+    let splits: Vec<u32> = std::iter::successors(Some(1u32), |k| Some(2 * k))
+        .take_while(|&k| k <= trailing_tc::split_size(t.row_split))
+        .collect();
+    for &stage in &stages {
+        for &split in &splits {
+            out.push((
+                &trailing_tc::SOURCE,
+                trailing_tc::defines(vec4, t.warps, stage, split, t.l2_hints),
+            ));
         }
     }
     let mut seen = std::collections::HashSet::new();

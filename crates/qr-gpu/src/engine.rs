@@ -54,7 +54,7 @@ use crate::plan::MAX_LANES;
 /// low-priority one for the checks, with the events that order them.
 /// Lane 0 is the engine's own (its main stream is the engine's stream);
 /// the others let groups of one batch run their chains independently
-/// (`Plan`'s `lanes`).
+/// (`Schedule::lanes`).
 #[derive(Debug)]
 pub(crate) struct Lane {
     main: Arc<CudaStream>,

@@ -8,11 +8,11 @@ use crate::blocked;
 use crate::engine::{Engine, Lane};
 use crate::graph;
 use crate::kernels::{smem, util};
-use crate::plan::{MAX_LANES, Plan, Strategy};
+use crate::plan::{Blocked, MAX_LANES, Plan, Route};
 
 /// Factors the batch at `ops.a` into `ops.h`, `ops.tau` and `ops.info`
 /// (device pointers of `shape`'s lengths) as `plan` says: as one CUDA graph
-/// where the plan says so (`Plan`'s `graph`; graph.rs).
+/// where the plan says so (`Schedule::graph`; graph.rs).
 pub(crate) fn geqrf(
     engine: &Engine,
     plan: &Plan,
@@ -20,7 +20,7 @@ pub(crate) fn geqrf(
     ops: Operands,
 ) -> Result<(), QrError> {
     let _queueing = engine.queueing();
-    if plan.graph && shape.batch() > 0 && shape.n() > 0 {
+    if plan.graph() && shape.batch() > 0 && shape.n() > 0 {
         let key = graph::Key {
             plan: plan.clone(),
             operands: [ops.a, ops.h, ops.tau, ops.info],
@@ -43,21 +43,23 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
             .launch()
             .memset_u32(engine.stream(), info, 0, shape.batch());
     }
-    if plan.strategy == Strategy::Smem {
+    let b = match &plan.route {
         // One launch: the kernel holds the whole matrix and writes info.
-        let geometry = (plan.shape, plan.smem_geometry());
-        return smem::launch(
-            engine.launch(),
-            engine.stream(),
-            geometry,
-            (a, h, tau, info),
-        );
-    }
-    let lanes = (plan.panel.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
+        Route::Small(g) => {
+            return smem::launch(
+                engine.launch(),
+                engine.stream(),
+                (plan.shape, *g),
+                (a, h, tau, info),
+            );
+        }
+        Route::Blocked(b) => b,
+    };
+    let lanes = (b.schedule.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
     if lanes == 1 {
-        return queue_blocked(engine, engine.lane(0), plan, shape, ops);
+        return queue_blocked(engine, engine.lane(0), b, shape, ops);
     }
-    // Groups of the batch on lanes of their own (`Plan`'s `lanes`): each
+    // Groups of the batch on lanes of their own (`Schedule::lanes`): each
     // group's chain of panels waits only for its own updates, so one
     // group's latency-bound panels run beside another's memory-bound
     // updates. Every matrix sees the same kernels in the same order as in
@@ -79,15 +81,9 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
             info: at(info, 4),
         };
         m0 += mats;
-        // The group's own shape: the kernels' launches size their grids by
-        // the plan's batch.
-        queued = Shape::new(mats, n).and_then(|sub| {
-            let group = Plan {
-                shape: sub,
-                ..plan.clone()
-            };
-            queue_blocked(engine, engine.lane(l), &group, sub, part)
-        });
+        // The group's own shape: the launches size their grids by it.
+        queued =
+            Shape::new(mats, n).and_then(|sub| queue_blocked(engine, engine.lane(l), b, sub, part));
         if queued.is_err() {
             break;
         }
@@ -105,7 +101,7 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
 fn queue_blocked(
     engine: &Engine,
     lane: &Lane,
-    plan: &Plan,
+    plan: &Blocked,
     shape: Shape,
     ops: Operands,
 ) -> Result<(), QrError> {

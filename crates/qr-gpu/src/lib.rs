@@ -62,7 +62,10 @@ pub use backend::{
 };
 pub use compile::compile_plans;
 pub use error::GpuError;
-pub use plan::{PanelPlan, Plan, Strategy, panel_fit_rows, plan, smem_fit_n};
+pub use plan::{
+    Blocked, Meeting, Panel, Plan, Route, Schedule, SmemGeometry, Strategy, TensorUpdate, Update,
+    panel_fit_rows, plan, smem_fit_n,
+};
 pub use probe::{DeviceInfo, probe, probe_device};
 pub use tuning::Tuning;
 

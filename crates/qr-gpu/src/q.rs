@@ -27,7 +27,7 @@ use qr_core::{ApplyQ, QrError, Shape, Side, Transpose};
 use crate::engine::Engine;
 use crate::kernels::trailing_tc;
 use crate::kernels::trailing_tc::q::{self, Apply, NB, Prepare};
-use crate::plan::PanelPlan;
+use crate::plan::{TensorUpdate, Update};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -89,7 +89,7 @@ pub(crate) enum QOp {
 /// geqrf plan's) says.
 pub(crate) fn run(
     engine: &Engine,
-    (on_chip, update): (OnChip, &PanelPlan),
+    (on_chip, update): (OnChip, &Update),
     shape: Shape,
     op: QOp,
     ops: QOperands,
@@ -110,7 +110,7 @@ pub(crate) fn run(
         }
         return Ok(());
     }
-    if !update.tensor_trailing {
+    let Update::Tensor(update) = update else {
         return Err(QrError::Unsupported {
             message: format!(
                 "forming or applying Q needs the tensor-core update (sm_80 or newer); {} is sm_{}{}",
@@ -119,7 +119,7 @@ pub(crate) fn run(
                 engine.info().compute_capability.1
             ),
         });
-    }
+    };
     let on_chip = on_chip.0;
     let per = (MAX_V_FLOATS / q::v_floats(n).max(1)).clamp(1, batch);
     let out_len = n * k;
@@ -261,7 +261,7 @@ impl Blocks {
         &self,
         engine: &Engine,
         stream: &CudaStream,
-        plan: &PanelPlan,
+        plan: &TensorUpdate,
         kb: usize,
         (a2, (stride, lda, ntrail)): (u64, (usize, usize, usize)),
     ) -> Result<(), QrError> {
@@ -272,8 +272,8 @@ impl Blocks {
             tiles.saturating_mul(self.mats),
             nrow,
             engine.info().sm_count,
-            plan.tensor_row_split,
-            plan.tensor_row_split_min_rows,
+            plan.row_split,
+            plan.row_split_min_rows,
         );
         let op = trailing_tc::Operands {
             a: a2,
@@ -295,10 +295,10 @@ impl Blocks {
             &op,
             (nrow, ntrail, w),
             self.mats,
-            plan.tensor_warps,
+            plan.warps,
             trailing_tc::Staging {
-                depth: plan.tensor_stage_depth,
-                l2_hints: plan.tensor_l2_hints,
+                depth: plan.stage_depth,
+                l2_hints: plan.l2_hints,
             },
             row_split,
         )

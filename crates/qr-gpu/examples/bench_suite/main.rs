@@ -80,7 +80,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
         };
         println!(
             "| {sp} | {} | {us:.1} | {:.3} | {cs} | {speed} | {:.3} / {:.3}{} |",
-            gpu.plan(shape)?.strategy,
+            gpu.plan(shape)?.strategy(),
             t.rel_error,
             rep.worst_sfr(),
             rep.worst_orth(),

@@ -12,7 +12,7 @@ use crate::compile::modules;
 use crate::compile::tests::{SHAPES, device, devices};
 use crate::kernels::KernelSource;
 use crate::kernels::trailing_tc::{self, q as qk};
-use crate::plan::{PanelPlan, Plan, Strategy};
+use crate::plan::{Blocked, Plan, Route, Strategy};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
@@ -114,7 +114,7 @@ impl Op {
 /// device alone.
 fn q_plan(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Result<Plan, QrError> {
     let p = crate::plan(shape, device, tuning, None)?;
-    if p.strategy != Strategy::Smem {
+    if p.strategy() != Strategy::Smem {
         return Ok(p);
     }
     crate::plan(shape, device, tuning, Some(Strategy::Blocked))
@@ -192,66 +192,20 @@ fn q_modules(q: &Plan, on_chip: Option<u32>) -> Vec<Module> {
     out
 }
 
-/// The fields of `p` its strategy's launches read, by name (`Display`
-/// leaves some out): for `smem` the whole-matrix kernel's layout, for the
-/// panel strategies the panel plan; `graph` for both. Shape, strategy, `forced` and
-/// `reason` are in `Display`. The fields one strategy never reads (the
-/// panel plan of `smem`, the layout of the others) are left out, so that a
-/// plan made a sum type of the two prints the same lines. Destructured:
-/// a field added to `Plan` or `PanelPlan` must be placed here before this
-/// compiles.
+/// The parameters of `p`'s route, every field by name (`Display` leaves
+/// some out; shape, strategy, `forced` and `reason` are in it).
 fn fields(p: &Plan) -> String {
-    let Plan {
-        shape: _,
-        strategy,
-        forced: _,
-        tpc,
-        threads,
-        rows,
-        lda,
-        warp,
-        panel,
-        graph,
-        reason: _,
-    } = p;
-    if *strategy == Strategy::Smem {
-        return format!(
-            "smem: tpc={tpc} threads={threads} rows={rows} \
-             lda={lda} warp={warp} graph={graph}"
-        );
+    match &p.route {
+        Route::Small(g) => format!("smem: {g:?}"),
+        Route::Blocked(Blocked {
+            meeting,
+            panel,
+            update,
+            schedule,
+        }) => format!(
+            "blocked: meeting {meeting:?}; panel {panel:?}; update {update:?}; schedule {schedule:?}"
+        ),
     }
-    let PanelPlan {
-        threads,
-        groups,
-        tensor_trailing,
-        rows_per_thread,
-        min_threads,
-        pipelined,
-        fold,
-        checks_aside,
-        tensor_warps,
-        tensor_stage_depth,
-        tensor_l2_hints,
-        tensor_row_split,
-        tensor_row_split_min_rows,
-        lanes,
-        fused_checks,
-        reg_halves,
-    } = panel;
-    format!(
-        "panel: threads={threads} groups={groups} tensor_trailing={tensor_trailing} \
-         rows_per_thread={rows_per_thread} min_threads={min_threads} \
-         pipelined={pipelined} fold={fold} \
-         checks_aside={checks_aside} tensor_warps={tensor_warps} \
-         tensor_stage_depth={tensor_stage_depth} \
-         tensor_l2_hints={tensor_l2_hints} \
-         tensor_row_split={tensor_row_split} \
-         tensor_row_split_min_rows={tensor_row_split_min_rows} \
-         lanes={lanes} fused_checks={fused_checks} \
-         reg_halves={reg_halves} graph={graph} \
-         runs_ahead={}",
-        p.runs_ahead()
-    )
 }
 
 /// A plan's lines: its text and fields, or the planner's refusal.

@@ -5,7 +5,7 @@ use qr_core::{QrError, Shape};
 
 use super::fit::{has_clusters, panel_fit_rows, smem_fit_n};
 use super::smem_layout::smem_layout;
-use super::{PanelPlan, Plan, Strategy};
+use super::{Blocked, Meeting, Panel, Plan, Route, Schedule, Strategy, TensorUpdate, Update};
 use crate::kernels::{panel, trailing_tc};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
@@ -110,49 +110,7 @@ pub fn plan(
             format!("a {n}-row panel exceeds one block's {panel_rows} rows"),
         ),
     };
-    let mut p = Plan {
-        shape,
-        strategy,
-        forced: forced.is_some(),
-        tpc: 1,
-        threads: 32,
-        rows: 0,
-        lda: 0,
-        warp: false,
-        panel: PanelPlan {
-            threads: tuning.blocked_panel_threads,
-            groups: 1,
-            tensor_trailing: tuning.tensor_trailing && device.compute_capability >= (8, 0),
-            rows_per_thread: 0,
-            min_threads: 64,
-            pipelined: false,
-            fold: false,
-            checks_aside: tuning.checks_aside
-                && shape.a_bytes() as u64
-                    >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64,
-            tensor_warps: tensor_warps(shape, device, tuning),
-            tensor_stage_depth: tuning.tensor_stage_depth,
-            tensor_l2_hints: if shape.a_bytes() as u64
-                >= u64::from(tuning.tensor_l2_hints_min_l2) * device.l2_bytes as u64
-            {
-                tuning.tensor_l2_hints
-            } else {
-                0
-            },
-            tensor_row_split: if has_clusters(device) {
-                tuning.tensor_row_split
-            } else {
-                0
-            },
-            tensor_row_split_min_rows: tuning.tensor_row_split_min_rows,
-            lanes: 1,
-            fused_checks: false,
-            reg_halves: false,
-        },
-        graph: false,
-        reason,
-    };
-    match strategy {
+    let route = match strategy {
         Strategy::Smem => {
             if n > smem_n {
                 return Err(QrError::Unsupported {
@@ -162,9 +120,30 @@ pub fn plan(
                     ),
                 });
             }
-            let l = smem_layout(n, device, tuning);
-            (p.tpc, p.threads, p.rows, p.lda, p.warp) = (l.tpc, l.threads, l.rows, l.lda, l.warp);
+            Route::Small(smem_layout(n, device, tuning))
         }
+        _ => Route::Blocked(blocked(shape, strategy, device, tuning)?),
+    };
+    Ok(Plan {
+        shape,
+        forced: forced.is_some(),
+        route,
+        reason,
+    })
+}
+
+/// The panel loop of a blocked `strategy` for `shape` on `device`, or why
+/// that strategy cannot run there.
+fn blocked(
+    shape: Shape,
+    strategy: Strategy,
+    device: &DeviceInfo,
+    tuning: &Tuning,
+) -> Result<Blocked, QrError> {
+    let n = shape.n();
+    let panel_rows = panel_fit_rows(device);
+    let tensor = tuning.tensor_trailing && device.compute_capability >= (8, 0);
+    let (meeting, panel) = match strategy {
         Strategy::Blocked => {
             if n > panel_rows {
                 return Err(QrError::Unsupported {
@@ -174,51 +153,7 @@ pub fn plan(
                     ),
                 });
             }
-            // At most one matrix per SM: each panel block has its SM alone.
-            let alone = shape.batch() <= device.sm_count as usize;
-            let tall = alone && n >= tuning.blocked_tall_panel_rows;
-            if tall {
-                p.panel.threads = tuning.blocked_tall_panel_threads;
-            }
-            // A block alone on its SM: the pipelined loop pays where its
-            // warps are too few to hide the row loop's latency.
-            p.panel.pipelined = alone && p.panel.threads <= tuning.panel_pipeline_max_threads;
-            // Alone too: the fold's extra shared memory is free there, and
-            // its launch saved is on the chain; where the fold and the panel
-            // fit a block's shared memory together (`bytes` in all).
-            let fold_fits = |bytes: usize| {
-                tuning.panel_fold
-                    && alone
-                    && n >= tuning.panel_fold_min_n
-                    && bytes <= device.smem_per_block_optin
-            };
-            let smem_fold_bytes = panel::Variant {
-                fold: true,
-                ..Default::default()
-            }
-            .fold_bytes(panel::Meeting::Alone, p.panel.threads, n);
-            p.panel.fold =
-                fold_fits(n * panel::NB * 4 + smem_fold_bytes + panel::FOLD_STATIC_BYTES);
-            // The register panel: for tall panels of a block alone with the
-            // tall panels' block size (as many rows per thread as that
-            // takes), and elsewhere where the shared-memory panel does not
-            // fold. The folding shared-memory panel was faster below the
-            // tall panels (40 x 176), the register panel without a fold
-            // from them on (40 x 352, one row per thread; table "register
-            // panel"). The register panel does not fold.
-            let reg = if p.panel.fold && !tall {
-                None
-            } else {
-                tuning.reg_panel_for(n, tall)
-            };
-            if let Some((threads, rpt)) = reg {
-                p.panel.threads = threads;
-                p.panel.rows_per_thread = rpt;
-                p.panel.fold = false;
-                if alone {
-                    p.panel.min_threads = tuning.reg_panel_alone_min_threads;
-                }
-            }
+            (Meeting::Alone, alone_panel(shape, device, tuning, tensor))
         }
         Strategy::Cluster => {
             if !has_clusters(device) {
@@ -235,14 +170,22 @@ pub fn plan(
                     tuning.cluster_max_blocks, device.name
                 ),
             })?;
-            p.panel.threads = tuning.cluster_panel_threads;
-            p.panel.groups = k;
-            if let Some(threads) = tuning.reg_panel_threads_for(n.div_ceil(k as usize)) {
-                p.panel.threads = threads;
-                p.panel.rows_per_thread = tuning.reg_panel_rows_per_thread;
-            }
+            let panel = match tuning.reg_panel_threads_for(n.div_ceil(k as usize)) {
+                Some(threads) => Panel::Registers {
+                    threads,
+                    rows_per_thread: tuning.reg_panel_rows_per_thread,
+                    min_threads: 64,
+                    halves: false,
+                },
+                None => Panel::Shared {
+                    threads: tuning.cluster_panel_threads,
+                    pipelined: false,
+                    fold: false,
+                },
+            };
+            (Meeting::Cluster(k), panel)
         }
-        Strategy::Large => {
+        Strategy::Large | Strategy::Smem => {
             if !device.cooperative_launch {
                 return Err(QrError::Unsupported {
                     message: format!(
@@ -256,43 +199,154 @@ pub fn plan(
             let fewest = n.div_ceil(max_rows).max(1);
             let most = n.div_ceil(min_rows.max(1)).max(fewest);
             let fill = (device.sm_count as usize).div_ceil(shape.batch().max(1));
-            p.panel.threads = tuning.large_panel_threads;
-            p.panel.groups = fill.clamp(fewest, most) as u32;
+            let panel = Panel::Shared {
+                threads: tuning.large_panel_threads,
+                pipelined: false,
+                fold: false,
+            };
+            (Meeting::Global(fill.clamp(fewest, most) as u32), panel)
         }
-    }
+    };
+    let update = if tensor {
+        Update::Tensor(TensorUpdate {
+            warps: tensor_warps(shape, device, tuning),
+            stage_depth: tuning.tensor_stage_depth,
+            l2_hints: if shape.a_bytes() as u64
+                >= u64::from(tuning.tensor_l2_hints_min_l2) * device.l2_bytes as u64
+            {
+                tuning.tensor_l2_hints
+            } else {
+                0
+            },
+            row_split: if has_clusters(device) {
+                tuning.tensor_row_split
+            } else {
+                0
+            },
+            row_split_min_rows: tuning.tensor_row_split_min_rows,
+        })
+    } else {
+        Update::Sgemm
+    };
+    // The writers check H and tau themselves: the register panel and the
+    // tensor-core update (the folding panel does not check).
+    let fused_checks = tensor && matches!(panel, Panel::Registers { .. });
+    // Out of place (the tensor-core update reads the input), the scan may
+    // run beside the first steps on the auxiliary stream.
+    let checks_aside = tensor
+        && tuning.checks_aside
+        && shape.a_bytes() as u64 >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64;
     // Graphs: the chains of the blocked and cluster paths on the tensor-core
     // update (cuBLAS and cooperative launches stay outside them), not beside
     // the low-priority checks stream (forked inside the capture, it was not
-    // faster: docs/PERF.md).
-    p.graph = tuning.graphs
-        // Graph node priorities (graph.rs) came with CUDA 11.7.
+    // faster: docs/PERF.md). Graph node priorities (graph.rs) came with
+    // CUDA 11.7.
+    let graph = tuning.graphs
         && device.driver_version >= 11070
-        && matches!(strategy, Strategy::Blocked | Strategy::Cluster)
-        && p.panel.tensor_trailing
-        && !p.panel.checks_aside;
-    // Halves: `blocked` register panels of one row per thread (a block
-    // alone on tall panels, 40 x 352): each thread holds 16 columns of two
-    // rows instead, so the transposing butterfly sums 16 partials over half
-    // a warp (15 exchanges instead of 31; SASS of the hot loop, NVRTC 13.5,
-    // 384 threads: 613 instructions per two steps against 712). Faster on
-    // the H100 (40 x 352 499 against 543 us, 40 x 512 872.0 against 956.4;
-    // docs/PERF.md, "Two rows a thread by halves"), so the whole-row kernel
-    // serves these panels no more. Not at two rows a thread (the kernel's
-    // 128 registers spill, NVRTC 13.5).
-    p.panel.reg_halves =
-        strategy == Strategy::Blocked && p.panel.rows_per_thread == 1 && !p.panel.fold;
-    p.panel.fused_checks = matches!(strategy, Strategy::Blocked | Strategy::Cluster)
-        && p.panel.rows_per_thread > 0
-        && p.panel.tensor_trailing
-        && !p.panel.fold;
+        && !matches!(meeting, Meeting::Global(_))
+        && tensor
+        && !checks_aside;
+    // Look-ahead: the panels on the priority stream ahead of the bulk
+    // updates, where there is a next panel and no cooperative launch.
+    let ahead = tensor && meeting.kernel() != panel::Meeting::Global && n > panel::NB;
     // Lanes: batches of several matrices per SM outside graphs (a graph's
     // key holds lane 0's scratch only).
-    if strategy == Strategy::Blocked
-        && !p.graph
+    let lanes = if meeting == Meeting::Alone
+        && !graph
         && (shape.batch() as u64)
             >= u64::from(tuning.batch_lanes_min_batch_per_sm) * u64::from(device.sm_count)
     {
-        p.panel.lanes = tuning.batch_lanes.clamp(1, super::MAX_LANES as u32);
+        tuning
+            .batch_lanes
+            .clamp(1, super::MAX_LANES as u32)
+            .min(shape.batch().max(1) as u32)
+    } else {
+        1
+    };
+    Ok(Blocked {
+        meeting,
+        panel,
+        update,
+        schedule: Schedule {
+            graph,
+            ahead,
+            lanes,
+            fused_checks,
+            checks_aside,
+        },
+    })
+}
+
+/// The panel kernel of a block alone (`blocked`): the shared-memory panel
+/// (pipelined or folding where that pays) or the register panel.
+fn alone_panel(shape: Shape, device: &DeviceInfo, tuning: &Tuning, tensor: bool) -> Panel {
+    let n = shape.n();
+    // At most one matrix per SM: each panel block has its SM alone.
+    let alone = shape.batch() <= device.sm_count as usize;
+    let tall = alone && n >= tuning.blocked_tall_panel_rows;
+    let threads = if tall {
+        tuning.blocked_tall_panel_threads
+    } else {
+        tuning.blocked_panel_threads
+    };
+    // A block alone on its SM: the pipelined loop pays where its warps are
+    // too few to hide the row loop's latency.
+    let pipelined = alone && threads <= tuning.panel_pipeline_max_threads;
+    // Alone too: the fold's extra shared memory is free there, and its
+    // launch saved is on the chain; where the fold and the panel fit a
+    // block's shared memory together, and the kernel's W pass (4 x 4
+    // blocks on 64 threads at a time) fits the block.
+    let fold_variant = panel::Variant {
+        fold: true,
+        ..Default::default()
+    };
+    let fold_bytes = n * panel::NB * 4
+        + fold_variant.fold_bytes(panel::Meeting::Alone, threads, n)
+        + panel::FOLD_STATIC_BYTES;
+    let fold = tuning.panel_fold
+        && alone
+        && n >= tuning.panel_fold_min_n
+        && fold_bytes <= device.smem_per_block_optin;
+    // The register panel: for tall panels of a block alone with the tall
+    // panels' block size (as many rows per thread as that takes), and
+    // elsewhere where the shared-memory panel does not fold. The folding
+    // shared-memory panel was faster below the tall panels (40 x 176), the
+    // register panel without a fold from them on (40 x 352, one row per
+    // thread; table "register panel"). The register panel does not fold.
+    let reg = if fold && !tall {
+        None
+    } else {
+        tuning.reg_panel_for(n, tall)
+    };
+    match reg {
+        // Halves: register panels of one row per thread (a block alone on
+        // tall panels, 40 x 352): each thread holds 16 columns of two rows
+        // instead, so the transposing butterfly sums 16 partials over half
+        // a warp (15 exchanges instead of 31; SASS of the hot loop, NVRTC
+        // 13.5, 384 threads: 613 instructions per two steps against 712).
+        // Faster on the H100 (40 x 352 499 against 543 us, 40 x 512 872.0
+        // against 956.4; docs/PERF.md, "Two rows a thread by halves"). Not
+        // at two rows a thread (the kernel's 128 registers spill, NVRTC
+        // 13.5).
+        Some((threads, rows_per_thread)) => Panel::Registers {
+            threads,
+            rows_per_thread,
+            min_threads: if alone {
+                tuning.reg_panel_alone_min_threads
+            } else {
+                64
+            },
+            halves: rows_per_thread == 1,
+        },
+        None => {
+            let v = panel::Variant { pipelined, fold }.effective(panel::Meeting::Alone, threads);
+            Panel::Shared {
+                threads,
+                pipelined: v.pipelined,
+                // The fold replaces the update launch between two panels,
+                // which only the tensor-core update has.
+                fold: v.fold && tensor,
+            }
+        }
     }
-    Ok(p)
 }

@@ -10,6 +10,8 @@ use qr_core::{QrError, Shape};
 use crate::kernels::panel::{self, reg as panelreg};
 use crate::kernels::{KernelSource, smem};
 
+pub use crate::kernels::smem::Geometry as SmemGeometry;
+
 mod choose;
 mod fit;
 mod smem_layout;
@@ -20,7 +22,7 @@ pub use choose::plan;
 pub(crate) use fit::STATIC_SMEM_RESERVE;
 pub use fit::{has_clusters, panel_fit_rows, smem_fit_n};
 
-/// Most lanes an engine has: the batch groups of one call (`Plan`'s
+/// Most lanes an engine has: the batch groups of one call (`Schedule`'s
 /// `lanes`) each queue on their own.
 pub(crate) const MAX_LANES: usize = 4;
 
@@ -84,108 +86,209 @@ impl FromStr for Strategy {
     }
 }
 
-/// Launch parameters of the panel paths.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub struct PanelPlan {
-    /// Threads per panel block.
-    pub threads: u32,
-    /// Blocks per matrix sharing each panel's rows (1 on `Blocked`, the
-    /// cluster size on `Cluster`).
-    pub groups: u32,
-    /// Whether the trailing update runs on the fused tensor-core kernel
-    /// (tf32 3-pass, sm_80 and later) rather than three cuBLAS SGEMMs.
-    pub tensor_trailing: bool,
-    /// Panel rows per thread of the register-resident panel kernel (one
-    /// block of `threads` per matrix), 0 for the shared-memory kernel.
-    pub rows_per_thread: u32,
-    /// Fewest threads of a register panel block once later panels shrink
-    /// it (`Tuning::reg_panel_alone_min_threads` on the `blocked` path with
-    /// at most one matrix per SM, else 64).
-    pub min_threads: u32,
-    /// Whether the one-barrier float32 loop software-pipelines its rows
-    /// (`Tuning::panel_pipeline_max_threads`).
-    pub pipelined: bool,
-    /// Whether each one-barrier panel applies the previous panel's
-    /// reflectors to its own columns itself (`Tuning::panel_fold`).
-    pub fold: bool,
-    /// Whether the input scan and half the overflow check run on the
-    /// auxiliary stream beside the factorization (`Tuning::checks_aside`;
-    /// out of place only).
-    pub checks_aside: bool,
-    /// Warps per block of the tensor-core update (4 or 8).
-    pub tensor_warps: u32,
-    /// Depth of the tensor-core update's cp.async pipeline that passes V
-    /// and A2 through rings in shared memory; 0 streams them from global
-    /// memory (`Tuning::tensor_stage_depth`).
-    pub tensor_stage_depth: u32,
-    /// L2 eviction priorities of the ring's A2 copies and of the update's
-    /// stores (`Tuning::tensor_l2_hints`, for batches of at least
-    /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
-    pub tensor_l2_hints: u32,
-    /// Most blocks of a cluster splitting a few-tile update's rows (0 or 1:
-    /// none; `Tuning::tensor_row_split`, 0 without clusters).
-    pub tensor_row_split: u32,
-    /// Fewest rows per block of such a split
-    /// (`Tuning::tensor_row_split_min_rows`).
-    pub tensor_row_split_min_rows: usize,
-    /// Groups of the batch factored on lanes of their own
-    /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
-    pub lanes: u32,
-    /// The kernels check H and tau for overflow as they write them
-    /// (each marks its matrix; the NaN fill turns the marks into info),
-    /// instead of separate passes over H and tau during and after the
-    /// factorization: the register panel and the tensor-core update, without
-    /// a fold. Faster on every such case of the H200
-    /// (docs/history/qr-gpu-sessions.md, table "fused checks"), separate /
-    /// fused: 40 x 352 564.8 / 549.8 us, 640 x 512 5314.9 / 5148.4,
-    /// 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 / 5492.3, 2 x 4096
-    /// 10108.4 / 9989.6; the other plans check in separate passes.
-    pub fused_checks: bool,
-    /// The register panel of a block alone holds half the columns of twice
-    /// the rows per thread (one row per thread, `blocked`).
-    pub reg_halves: bool,
-}
-
-/// The strategy and launch parameters chosen for one shape on one device.
+/// The strategy and launch parameters chosen for one shape on one device:
+/// built by [`plan()`](crate::plan()) alone, and exactly what the engine
+/// launches (nothing downstream re-decides it).
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub struct Plan {
     /// The shape planned for.
     pub shape: Shape,
-    /// The strategy.
-    pub strategy: Strategy,
     /// Whether the strategy was forced rather than chosen.
     pub forced: bool,
-    /// `Smem`: threads per column.
-    pub tpc: u32,
-    /// `Smem`: threads per block.
-    pub threads: u32,
-    /// `Smem`: rows per thread of the kernel that keeps every column in its
-    /// threads' registers (`Tuning::smem_register_max_rows`), 0 for a kernel with
-    /// the matrix in shared memory.
-    pub rows: u32,
-    /// `Smem` with the matrix in shared memory: its leading dimension (the
-    /// one-barrier kernel's conflict-free padding where it fits, else n | 1).
-    pub lda: u32,
-    /// `Smem`: one warp per matrix, every column in its lane's registers
-    /// (`Tuning::smem_warp_max_n`; orders up to 32).
-    pub warp: bool,
-    /// `Blocked`/`Large`: panel launch parameters.
-    pub panel: PanelPlan,
-    /// Whether each call runs as one CUDA graph (`Tuning::graphs`).
-    pub graph: bool,
+    /// What runs.
+    pub route: Route,
     /// Why this strategy.
     pub reason: String,
 }
 
+/// The two ways a batch is factored.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Route {
+    /// One launch: each matrix whole in one block (`smem`).
+    Small(SmemGeometry),
+    /// 32-column panels, each factored then applied to the columns right
+    /// of it (`blocked`, `cluster`, `large`).
+    Blocked(Blocked),
+}
+
+/// The panel loop of the blocked strategies.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Blocked {
+    /// How the blocks of one matrix share each panel's rows.
+    pub meeting: Meeting,
+    /// The panel kernel.
+    pub panel: Panel,
+    /// The trailing update.
+    pub update: Update,
+    /// How the steps are queued.
+    pub schedule: Schedule,
+}
+
+/// How the blocks of one matrix share each panel's rows; it names the
+/// strategy.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Meeting {
+    /// One block per matrix (`blocked`).
+    Alone,
+    /// A thread-block cluster of this many blocks that read each other's
+    /// shared memory (`cluster`, sm_90 and later).
+    Cluster(u32),
+    /// This many blocks that meet in global memory behind a counter
+    /// barrier, launched cooperatively (`large`; one block meets no one).
+    Global(u32),
+}
+
+impl Meeting {
+    /// Blocks per matrix.
+    pub fn groups(self) -> u32 {
+        match self {
+            Meeting::Alone => 1,
+            Meeting::Cluster(k) | Meeting::Global(k) => k.max(1),
+        }
+    }
+
+    /// The strategy this meeting stands for.
+    pub fn strategy(self) -> Strategy {
+        match self {
+            Meeting::Alone => Strategy::Blocked,
+            Meeting::Cluster(_) => Strategy::Cluster,
+            Meeting::Global(_) => Strategy::Large,
+        }
+    }
+
+    /// How the panel kernel's blocks meet.
+    pub(crate) fn kernel(self) -> panel::Meeting {
+        match self {
+            Meeting::Cluster(k) => panel::Meeting::Cluster(k),
+            Meeting::Global(k) if k > 1 => panel::Meeting::Global,
+            Meeting::Alone | Meeting::Global(_) => panel::Meeting::Alone,
+        }
+    }
+}
+
+/// The panel kernel and its launch parameters.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Panel {
+    /// Each thread holds `rows_per_thread` panel rows in registers
+    /// (`panelreg_factor_f32`).
+    Registers {
+        /// Threads of the first panel's blocks.
+        threads: u32,
+        /// Panel rows per thread.
+        rows_per_thread: u32,
+        /// Fewest threads once later, shorter panels shrink the block
+        /// (`Tuning::reg_panel_alone_min_threads` on the `blocked` path with
+        /// at most one matrix per SM, else 64).
+        min_threads: u32,
+        /// A block alone holds half the columns of twice the rows per
+        /// thread (one row per thread, `blocked`).
+        halves: bool,
+    },
+    /// The panel in shared memory (`panel_factor_f32`).
+    Shared {
+        /// Threads per block.
+        threads: u32,
+        /// The one-barrier loop loads each next group of rows before
+        /// updating the current one (`Tuning::panel_pipeline_max_threads`).
+        pipelined: bool,
+        /// Each panel but the first applies the previous panel's reflectors
+        /// to its own columns itself (`Tuning::panel_fold`), so no update
+        /// launch runs between two panels.
+        fold: bool,
+    },
+}
+
+impl Panel {
+    /// Threads of the (first) panel block.
+    pub fn threads(self) -> u32 {
+        match self {
+            Panel::Registers { threads, .. } | Panel::Shared { threads, .. } => threads,
+        }
+    }
+
+    /// Whether each panel folds in the previous panel's update.
+    pub fn folds(self) -> bool {
+        matches!(self, Panel::Shared { fold: true, .. })
+    }
+}
+
+/// The trailing update `A_t -= V (T^T (V^T A_t))`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Update {
+    /// Three cuBLAS SGEMMs in full float32.
+    Sgemm,
+    /// The fused tensor-core kernel (tf32 3-pass, sm_80 and later).
+    Tensor(TensorUpdate),
+}
+
+/// Launch parameters of the tensor-core update.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct TensorUpdate {
+    /// Warps per block (4 or 8).
+    pub warps: u32,
+    /// Depth of the cp.async pipeline that passes V and A2 through rings in
+    /// shared memory; 0 streams them from global memory
+    /// (`Tuning::tensor_stage_depth`).
+    pub stage_depth: u32,
+    /// L2 eviction priorities of the ring's A2 copies and of the stores
+    /// (`Tuning::tensor_l2_hints`, for batches of at least
+    /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
+    pub l2_hints: u32,
+    /// Most blocks of a cluster splitting a few-tile launch's rows (0 or 1:
+    /// none; `Tuning::tensor_row_split`, 0 without clusters).
+    pub row_split: u32,
+    /// Fewest rows per block of such a split
+    /// (`Tuning::tensor_row_split_min_rows`).
+    pub row_split_min_rows: usize,
+}
+
+/// How the blocked steps are queued.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Schedule {
+    /// Each call runs as one CUDA graph (`Tuning::graphs`).
+    pub graph: bool,
+    /// The panels run ahead of the bulk trailing updates on the priority
+    /// stream: with the tensor-core update, more than one panel, and no
+    /// global meeting (whose cooperative launch needs its blocks resident at
+    /// once).
+    pub ahead: bool,
+    /// Groups of the batch factored on lanes of their own
+    /// (`Tuning::batch_lanes`; 1: the whole batch on the engine's streams).
+    pub lanes: u32,
+    /// The register panel and the tensor-core update check H and tau for
+    /// overflow as they write them (each marks its matrix; the NaN fill
+    /// turns the marks into info), instead of separate passes during and
+    /// after the factorization. Faster on every such case of the H200
+    /// (docs/history/qr-gpu-sessions.md, table "fused checks"), separate /
+    /// fused: 40 x 352 564.8 / 549.8 us, 640 x 512 5314.9 / 5148.4,
+    /// 60 x 1024 3884.8 / 3747.0, 8 x 2048 5550.4 / 5492.3, 2 x 4096
+    /// 10108.4 / 9989.6.
+    pub fused_checks: bool,
+    /// The input scan (and, unfused, half the overflow check) runs on the
+    /// auxiliary stream beside the first steps (`Tuning::checks_aside`;
+    /// out of place, with the tensor-core update, only).
+    pub checks_aside: bool,
+}
+
 impl Plan {
-    /// The whole-matrix kernel's launch parameters (`Smem`).
-    pub(crate) fn smem_geometry(&self) -> smem::Geometry {
-        smem::Geometry {
-            tpc: self.tpc,
-            threads: self.threads,
-            rows: self.rows,
-            lda: self.lda,
-            warp: self.warp,
+    /// The strategy this plan runs.
+    pub fn strategy(&self) -> Strategy {
+        match &self.route {
+            Route::Small(_) => Strategy::Smem,
+            Route::Blocked(b) => b.meeting.strategy(),
+        }
+    }
+
+    /// Whether each call runs as one CUDA graph.
+    pub fn graph(&self) -> bool {
+        matches!(&self.route, Route::Blocked(b) if b.schedule.graph)
+    }
+
+    /// The blocked plan, `None` for `smem`.
+    pub fn blocked(&self) -> Option<&Blocked> {
+        match &self.route {
+            Route::Small(_) => None,
+            Route::Blocked(b) => Some(b),
         }
     }
 
@@ -197,163 +300,124 @@ impl Plan {
     /// The kernel family of this plan's first panel (or of its whole
     /// matrices, `Smem`) and its `-D` defines.
     pub(crate) fn kernel(&self) -> (&'static KernelSource, Vec<(String, String)>) {
-        match self.strategy {
-            Strategy::Smem => (&smem::SOURCE, smem::defines(self.tpc, self.rows, self.warp)),
-            Strategy::Blocked | Strategy::Cluster if self.panel.rows_per_thread > 0 => {
-                let cluster = self.panel.meeting(self.strategy).cluster_size();
-                (
-                    &panelreg::SOURCE,
-                    panelreg::defines(
-                        self.panel.threads,
-                        self.panel.rows_per_thread,
-                        cluster,
-                        self.panel.reg_halves,
-                    ),
-                )
-            }
-            Strategy::Blocked | Strategy::Cluster | Strategy::Large => (
+        let b = match &self.route {
+            Route::Small(g) => return (&smem::SOURCE, smem::defines(g.tpc, g.rows, g.warp)),
+            Route::Blocked(b) => b,
+        };
+        let meeting = b.meeting.kernel();
+        match b.panel {
+            Panel::Registers {
+                threads,
+                rows_per_thread,
+                halves,
+                ..
+            } => (
+                &panelreg::SOURCE,
+                panelreg::defines(threads, rows_per_thread, meeting.cluster_size(), halves),
+            ),
+            Panel::Shared {
+                threads,
+                pipelined,
+                fold,
+            } => (
                 &panel::SOURCE,
-                panel::defines(
-                    self.panel.threads,
-                    self.panel.meeting(self.strategy),
-                    self.panel.variant(),
-                ),
+                panel::defines(threads, meeting, panel::Variant { pipelined, fold }),
             ),
         }
-    }
-}
-
-impl Plan {
-    /// Whether the panels run ahead of the bulk trailing updates on the
-    /// priority stream: with the tensor-core update and no global meeting
-    /// (whose cooperative launch needs its blocks resident at once).
-    pub fn runs_ahead(&self) -> bool {
-        self.strategy != Strategy::Smem
-            && self.panel.tensor_trailing
-            && self.panel.meeting(self.strategy) != panel::Meeting::Global
     }
 }
 
 impl fmt::Display for Plan {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let how = if self.forced { "forced" } else { "chosen" };
-        match self.strategy {
-            Strategy::Smem => write!(
-                f,
-                "{} ({how}) for {}: {} threads, {} per column, {}; {}",
-                self.strategy,
-                self.shape,
-                self.threads,
-                self.tpc,
-                match self.rows {
-                    _ if self.warp => "one warp per matrix, every column in its lane's \
-                                       registers, no block barrier"
+        let (strategy, shape, reason) = (self.strategy(), self.shape, &self.reason);
+        let b = match &self.route {
+            Route::Small(g) => {
+                let kernel = match g.rows {
+                    _ if g.warp => "one warp per matrix, every column in its lane's \
+                                    registers, no block barrier"
                         .to_string(),
                     1.. => format!(
                         "columns in registers ({} rows a thread), one block barrier per column",
-                        self.rows
+                        g.rows
                     ),
                     0 => format!(
                         "1 block barrier(s) per column, {} KiB shared memory",
-                        smem::matrix_bytes(self.shape.n(), self.lda as usize).div_ceil(1024)
+                        smem::matrix_bytes(shape.n(), g.lda as usize).div_ceil(1024)
                     ),
-                },
-                self.reason
+                };
+                return write!(
+                    f,
+                    "{strategy} ({how}) for {shape}: {} threads, {} per column, {kernel}; {reason}",
+                    g.threads, g.tpc
+                );
+            }
+            Route::Blocked(b) => b,
+        };
+        let panel = match b.panel {
+            Panel::Registers {
+                rows_per_thread,
+                halves,
+                ..
+            } => format!(
+                " holding {rows_per_thread} panel rows each in registers{}",
+                if halves {
+                    ", by halves of 16 columns"
+                } else if strategy == Strategy::Cluster {
+                    ", one cluster meeting per reflector"
+                } else {
+                    ""
+                }
             ),
-            _ => write!(
-                f,
-                "{} ({how}) for {}: 32-column panels, {} block(s) of {} threads per matrix{}, \
-                 trailing update on {}{}{}{}{}; {}",
-                self.strategy,
-                self.shape,
-                self.panel.groups,
-                self.panel.threads,
-                if self.panel.rows_per_thread > 0 {
+            Panel::Shared { fold, .. } => match (b.meeting.kernel().one_barrier(), fold) {
+                (true, false) => ", one barrier per reflector",
+                (true, true) => {
+                    ", one barrier per reflector, the previous panel's update of its \
+                     columns folded in"
+                }
+                _ => "",
+            }
+            .to_string(),
+        };
+        let update = match b.update {
+            Update::Tensor(t) => format!(
+                "tensor cores (tf32 3-pass, {}-warp blocks{})",
+                t.warps,
+                if t.row_split > 1 {
                     format!(
-                        " holding {} panel rows each in registers{}",
-                        self.panel.rows_per_thread,
-                        if self.panel.reg_halves {
-                            ", by halves of 16 columns"
-                        } else if self.strategy == Strategy::Cluster {
-                            ", one cluster meeting per reflector"
-                        } else {
-                            ""
-                        }
-                    )
-                } else {
-                    let meeting = self.panel.meeting(self.strategy);
-                    let v = self.panel.variant().effective(meeting, self.panel.threads);
-                    match (meeting.one_barrier(), v.fold) {
-                        (true, false) => ", one barrier per reflector",
-                        (true, true) => {
-                            ", one barrier per reflector, the previous panel's update of its \
-                             columns folded in"
-                        }
-                        _ => "",
-                    }
-                    .to_string()
-                },
-                if self.panel.tensor_trailing {
-                    format!(
-                        "tensor cores (tf32 3-pass, {}-warp blocks{})",
-                        self.panel.tensor_warps,
-                        if self.panel.tensor_row_split > 1 {
-                            format!(
-                                "; launches of few tiles (half the SMs at most) split their rows over clusters \
-                                 of up to {} blocks",
-                                self.panel.tensor_row_split.min(8)
-                            )
-                        } else {
-                            String::new()
-                        }
-                    )
-                } else {
-                    "cuBLAS SGEMM".to_string()
-                },
-                if self.runs_ahead() {
-                    ", panels ahead of it on a priority stream"
-                } else {
-                    ""
-                },
-                if self.graph {
-                    ", as one CUDA graph"
-                } else {
-                    ""
-                },
-                if self.panel.fused_checks {
-                    ", H and tau checked for overflow as they are written"
-                } else {
-                    ""
-                },
-                if self.panel.lanes > 1 {
-                    format!(
-                        ", the batch in {} groups on streams of their own",
-                        self.panel.lanes
+                        "; launches of few tiles (half the SMs at most) split their rows over \
+                         clusters of up to {} blocks",
+                        t.row_split.min(8)
                     )
                 } else {
                     String::new()
-                },
-                self.reason
+                }
             ),
-        }
-    }
-}
-
-impl PanelPlan {
-    /// How the panel blocks of one matrix meet under `strategy`.
-    pub(crate) fn meeting(&self, strategy: Strategy) -> panel::Meeting {
-        match strategy {
-            Strategy::Cluster => panel::Meeting::Cluster(self.groups),
-            _ if self.groups <= 1 => panel::Meeting::Alone,
-            _ => panel::Meeting::Global,
-        }
-    }
-
-    /// The shared-memory panel kernel's variant this plan compiles.
-    pub(crate) fn variant(&self) -> panel::Variant {
-        panel::Variant {
-            pipelined: self.pipelined,
-            fold: self.fold,
-        }
+            Update::Sgemm => "cuBLAS SGEMM".to_string(),
+        };
+        let s = b.schedule;
+        write!(
+            f,
+            "{strategy} ({how}) for {shape}: 32-column panels, {} block(s) of {} threads per \
+             matrix{panel}, trailing update on {update}{}{}{}{}; {reason}",
+            b.meeting.groups(),
+            b.panel.threads(),
+            if s.ahead {
+                ", panels ahead of it on a priority stream"
+            } else {
+                ""
+            },
+            if s.graph { ", as one CUDA graph" } else { "" },
+            if s.fused_checks {
+                ", H and tau checked for overflow as they are written"
+            } else {
+                ""
+            },
+            if s.lanes > 1 {
+                format!(", the batch in {} groups on streams of their own", s.lanes)
+            } else {
+                String::new()
+            },
+        )
     }
 }

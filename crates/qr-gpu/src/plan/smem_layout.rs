@@ -1,34 +1,18 @@
 //! The `smem` strategy's block shape and kernel for one matrix order: kept
 //! apart from the strategy choice, which only needs the layout's result.
 
-use crate::kernels::smem;
+use crate::kernels::smem::{self, Geometry};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
-
-/// Block shape and kernel of the `smem` kernels for one matrix order.
-pub(super) struct SmemLayout {
-    /// Threads per column.
-    pub(super) tpc: u32,
-    /// Threads per block.
-    pub(super) threads: u32,
-    /// Rows per thread of the register kernel, 0 for the kernels that keep
-    /// the matrix in shared memory.
-    pub(super) rows: u32,
-    /// Shared-memory leading dimension of those kernels.
-    pub(super) lda: u32,
-    /// The warp kernel (`Tuning::smem_warp_max_n`): one warp per matrix of
-    /// order at most 32, no shared-memory matrix and no rows field.
-    pub(super) warp: bool,
-}
 
 /// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the
 /// warp kernel up to `tuning.smem_warp_max_n`, the register kernel while
 /// its rows per thread stay within `tuning.smem_register_max_rows`, else
 /// the matrix in shared memory, with the one-barrier kernel's
 /// conflict-free padding where it fits.
-pub(super) fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> SmemLayout {
+pub(super) fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> Geometry {
     if n <= tuning.smem_warp_max_n.min(smem::WARP_MAX_N) {
-        return SmemLayout {
+        return Geometry {
             tpc: 1,
             threads: 32,
             rows: 0,
@@ -37,7 +21,7 @@ pub(super) fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> Sme
         };
     }
     let tpc = tuning.smem_tpc_for(n);
-    let mut l = SmemLayout {
+    let mut l = Geometry {
         tpc,
         threads: (n.max(1) * tpc as usize).next_multiple_of(32).min(1024) as u32,
         rows: 0,

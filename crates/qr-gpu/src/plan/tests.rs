@@ -12,6 +12,74 @@ fn at(b: usize, n: usize, t: &Tuning) -> Plan {
     plan(Shape::new(b, n).unwrap(), &h200(), t, None).unwrap()
 }
 
+/// The whole-matrix layout of an `smem` plan.
+fn small(p: &Plan) -> SmemGeometry {
+    match &p.route {
+        Route::Small(g) => *g,
+        Route::Blocked(_) => panic!("not an smem plan: {p}"),
+    }
+}
+
+/// A plan's blocked parameters as the tests read them (0 or false where its
+/// route, panel or update has none; one lane).
+struct View {
+    threads: u32,
+    groups: u32,
+    rows_per_thread: u32,
+    min_threads: u32,
+    halves: bool,
+    fold: bool,
+    tensor: bool,
+    warps: u32,
+    l2_hints: u32,
+    lanes: u32,
+    checks_aside: bool,
+}
+
+fn view(p: &Plan) -> View {
+    let Route::Blocked(b) = &p.route else {
+        return View {
+            threads: 0,
+            groups: 0,
+            rows_per_thread: 0,
+            min_threads: 0,
+            halves: false,
+            fold: false,
+            tensor: false,
+            warps: 0,
+            l2_hints: 0,
+            lanes: 1,
+            checks_aside: false,
+        };
+    };
+    let (rows_per_thread, min_threads, halves) = match b.panel {
+        Panel::Registers {
+            rows_per_thread,
+            min_threads,
+            halves,
+            ..
+        } => (rows_per_thread, min_threads, halves),
+        Panel::Shared { .. } => (0, 0, false),
+    };
+    let (tensor, warps, l2_hints) = match b.update {
+        Update::Tensor(t) => (true, t.warps, t.l2_hints),
+        Update::Sgemm => (false, 0, 0),
+    };
+    View {
+        threads: b.panel.threads(),
+        groups: b.meeting.groups(),
+        rows_per_thread,
+        min_threads,
+        halves,
+        fold: b.panel.folds(),
+        tensor,
+        warps,
+        l2_hints,
+        lanes: b.schedule.lanes,
+        checks_aside: b.schedule.checks_aside,
+    }
+}
+
 #[test]
 fn strategies_parse_and_print() {
     for s in Strategy::ALL {
@@ -24,16 +92,16 @@ fn strategies_parse_and_print() {
 fn halves_for_register_panels_of_one_row_per_thread() {
     let t = Tuning::default();
     let p = at(40, 352, &t);
-    assert!(p.panel.reg_halves && p.panel.rows_per_thread == 1, "{p}");
+    assert!(view(&p).halves && view(&p).rows_per_thread == 1, "{p}");
     assert!(p.to_string().contains("by halves"));
     assert!(p.defines().contains(&("PREG_RPT".into(), "2".into())));
     assert!(p.defines().contains(&("PREG_HALVES".into(), "1".into())));
     // Not two rows per thread (the kernel would spill), the folding panel,
     // clusters.
-    assert!(!at(640, 512, &t).panel.reg_halves);
-    assert!(!at(60, 1024, &t).panel.reg_halves);
-    assert!(!at(40, 176, &t).panel.reg_halves);
-    assert!(!at(8, 2048, &t).panel.reg_halves);
+    assert!(!view(&at(640, 512, &t)).halves);
+    assert!(!view(&at(60, 1024, &t)).halves);
+    assert!(!view(&at(40, 176, &t)).halves);
+    assert!(!view(&at(8, 2048, &t)).halves);
 }
 
 #[test]
@@ -42,44 +110,44 @@ fn lanes_for_batches_of_several_matrices_per_sm_outside_graphs() {
         batch_lanes: 3,
         ..Tuning::default()
     };
-    assert_eq!(at(640, 512, &t).panel.lanes, 3);
+    assert_eq!(view(&at(640, 512, &t)).lanes, 3);
     assert!(at(640, 512, &t).to_string().contains("3 groups"));
     // Fewer than two matrices per SM; a graph; the smem strategy.
-    assert_eq!(at(60, 1024, &t).panel.lanes, 1);
-    assert_eq!(at(300, 200, &t).panel.lanes, 1);
-    assert_eq!(at(640, 64, &t).panel.lanes, 1);
+    assert_eq!(view(&at(60, 1024, &t)).lanes, 1);
+    assert_eq!(view(&at(300, 200, &t)).lanes, 1);
+    assert_eq!(view(&at(640, 64, &t)).lanes, 1);
     let many = Tuning {
         batch_lanes: 99,
         ..t.clone()
     };
-    assert_eq!(at(640, 512, &many).panel.lanes as usize, super::MAX_LANES);
+    assert_eq!(view(&at(640, 512, &many)).lanes as usize, super::MAX_LANES);
     let one = Tuning {
         batch_lanes: 1,
         ..Tuning::default()
     };
-    assert_eq!(at(640, 512, &one).panel.lanes, 1);
-    assert_eq!(at(640, 512, &Tuning::default()).panel.lanes, 2);
+    assert_eq!(view(&at(640, 512, &one)).lanes, 1);
+    assert_eq!(view(&at(640, 512, &Tuning::default())).lanes, 2);
 }
 
 #[test]
 fn graphs_for_panel_chains_without_the_checks_stream() {
     let t = Tuning::default();
     for (b, n) in [(40, 176), (40, 352), (60, 1024), (8, 2048), (2, 4096)] {
-        assert!(at(b, n, &t).graph, "{b} x {n}");
+        assert!(at(b, n, &t).graph(), "{b} x {n}");
     }
     // One launch; the checks stream beside the largest batches; off.
-    assert!(!at(20, 32, &t).graph);
-    assert!(!at(640, 512, &t).graph);
+    assert!(!at(20, 32, &t).graph());
+    assert!(!at(640, 512, &t).graph());
     let off = Tuning {
         graphs: false,
         ..Tuning::default()
     };
-    assert!(!at(40, 352, &off).graph);
+    assert!(!at(40, 352, &off).graph());
     let sgemm = Tuning {
         tensor_trailing: false,
         ..Tuning::default()
     };
-    assert!(!at(40, 352, &sgemm).graph);
+    assert!(!at(40, 352, &sgemm).graph());
 }
 
 #[test]
@@ -87,34 +155,24 @@ fn folds_for_few_matrices_whose_fold_fits() {
     let d = h200();
     let t = Tuning::default();
     let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
-    assert!(at(40, 176).panel.fold);
-    assert!(at(40, 240).panel.fold);
+    assert!(view(&at(40, 176)).fold);
+    assert!(view(&at(40, 240)).fold);
     // Tall panels of a block alone take the register panel instead.
-    assert!(!at(40, 352).panel.fold);
-    assert!(!at(40, 512).panel.fold);
+    assert!(!view(&at(40, 352)).fold);
+    assert!(!view(&at(40, 512)).fold);
     let smem_only = Tuning {
         reg_panel_rows_per_thread: 0,
         ..Tuning::default()
     };
-    assert!(
-        plan(Shape::new(40, 352).unwrap(), &d, &smem_only, None)
-            .unwrap()
-            .panel
-            .fold
-    );
+    assert!(view(&plan(Shape::new(40, 352).unwrap(), &d, &smem_only, None).unwrap()).fold);
     // Too many matrices, too tall a panel, below a raised minimum.
-    assert!(!at(640, 512).panel.fold);
+    assert!(!view(&at(640, 512)).fold);
     let from = Tuning {
         panel_fold_min_n: 240,
         ..Tuning::default()
     };
-    assert!(
-        !plan(Shape::new(40, 176).unwrap(), &d, &from, None)
-            .unwrap()
-            .panel
-            .fold
-    );
-    assert!(!at(60, 1024).panel.fold);
+    assert!(!view(&plan(Shape::new(40, 176).unwrap(), &d, &from, None).unwrap()).fold);
+    assert!(!view(&at(60, 1024)).fold);
 }
 
 #[test]
@@ -122,45 +180,46 @@ fn dispatch_follows_the_device_limits() {
     let d = h200();
     let t = Tuning::default();
     let at = |b, n| plan(Shape::new(b, n).unwrap(), &d, &t, None).unwrap();
-    assert_eq!(at(20, 32).strategy, Strategy::Smem);
-    assert_eq!(at(40, 160).strategy, Strategy::Smem);
+    assert_eq!(at(20, 32).strategy(), Strategy::Smem);
+    assert_eq!(at(40, 160).strategy(), Strategy::Smem);
     // Few matrices: two-block clusters and clusters of tall blocks lose
     // to a block alone (table "few matrices").
-    assert_eq!(at(40, 176).strategy, Strategy::Blocked);
-    assert_eq!(at(40, 176).panel.threads, 256);
-    assert_eq!(at(40, 352).strategy, Strategy::Blocked);
-    assert_eq!(at(40, 352).panel.threads, 512);
-    assert_eq!(at(40, 512).strategy, Strategy::Blocked);
-    assert_eq!(at(20, 1024).strategy, Strategy::Cluster);
-    assert_eq!(at(640, 512).strategy, Strategy::Blocked);
-    assert_eq!(at(640, 512).panel.rows_per_thread, 2);
-    assert_eq!(at(640, 512).panel.threads, 256);
-    assert_eq!(at(60, 1024).panel.rows_per_thread, 2);
-    assert_eq!(at(40, 352).panel.rows_per_thread, 1);
-    assert_eq!(at(40, 352).panel.min_threads, 256);
-    assert_eq!(at(640, 512).panel.min_threads, 64);
-    assert_eq!(at(2, 4096).panel.min_threads, 64);
-    assert_eq!(at(40, 176).panel.rows_per_thread, 0);
-    assert_eq!(at(640, 512).panel.tensor_warps, 4);
-    assert_eq!(at(60, 1024).panel.tensor_warps, 8);
-    assert_eq!(at(2, 4096).panel.tensor_warps, 8);
-    assert!(at(640, 512).runs_ahead() && at(8, 2048).runs_ahead());
-    assert!(!at(20, 32).runs_ahead() && !at(1, 16384).runs_ahead());
-    assert_eq!(at(60, 1024).strategy, Strategy::Blocked);
-    assert_eq!(at(60, 1024).panel.threads, 512);
-    assert_eq!(at(640, 512).panel.threads, 256);
-    assert_eq!(at(40, 352).panel.groups, 1);
-    assert_eq!(at(8, 2048).strategy, Strategy::Cluster);
-    assert_eq!(at(8, 2048).panel.groups, 8);
+    assert_eq!(at(40, 176).strategy(), Strategy::Blocked);
+    assert_eq!(view(&at(40, 176)).threads, 256);
+    assert_eq!(at(40, 352).strategy(), Strategy::Blocked);
+    assert_eq!(view(&at(40, 352)).threads, 512);
+    assert_eq!(at(40, 512).strategy(), Strategy::Blocked);
+    assert_eq!(at(20, 1024).strategy(), Strategy::Cluster);
+    assert_eq!(at(640, 512).strategy(), Strategy::Blocked);
+    assert_eq!(view(&at(640, 512)).rows_per_thread, 2);
+    assert_eq!(view(&at(640, 512)).threads, 256);
+    assert_eq!(view(&at(60, 1024)).rows_per_thread, 2);
+    assert_eq!(view(&at(40, 352)).rows_per_thread, 1);
+    assert_eq!(view(&at(40, 352)).min_threads, 256);
+    assert_eq!(view(&at(640, 512)).min_threads, 64);
+    assert_eq!(view(&at(2, 4096)).min_threads, 64);
+    assert_eq!(view(&at(40, 176)).rows_per_thread, 0);
+    assert_eq!(view(&at(640, 512)).warps, 4);
+    assert_eq!(view(&at(60, 1024)).warps, 8);
+    assert_eq!(view(&at(2, 4096)).warps, 8);
+    let ahead = |p: Plan| p.blocked().is_some_and(|b| b.schedule.ahead);
+    assert!(ahead(at(640, 512)) && ahead(at(8, 2048)));
+    assert!(!ahead(at(20, 32)) && !ahead(at(1, 16384)));
+    assert_eq!(at(60, 1024).strategy(), Strategy::Blocked);
+    assert_eq!(view(&at(60, 1024)).threads, 512);
+    assert_eq!(view(&at(640, 512)).threads, 256);
+    assert_eq!(view(&at(40, 352)).groups, 1);
+    assert_eq!(at(8, 2048).strategy(), Strategy::Cluster);
+    assert_eq!(view(&at(8, 2048)).groups, 8);
     let big = at(2, 4096);
-    assert_eq!(big.strategy, Strategy::Cluster);
-    assert_eq!(big.panel.groups, 8);
-    assert!(big.panel.tensor_trailing);
-    assert_eq!(at(1, 16384).strategy, Strategy::Large);
+    assert_eq!(big.strategy(), Strategy::Cluster);
+    assert_eq!(view(&big).groups, 8);
+    assert!(view(&big).tensor);
+    assert_eq!(at(1, 16384).strategy(), Strategy::Large);
     let mut old = d.clone();
     old.compute_capability = (8, 0);
     let p = plan(Shape::new(2, 4096).unwrap(), &old, &t, None).unwrap();
-    assert_eq!(p.strategy, Strategy::Large);
+    assert_eq!(p.strategy(), Strategy::Large);
     assert!(
         plan(
             Shape::new(2, 4096).unwrap(),
@@ -189,7 +248,7 @@ fn register_panels_hold_every_row() {
     }
     assert_eq!(t.reg_panel_threads_for(1025), None);
     let on = plan(Shape::new(640, 512).unwrap(), &h200(), &t, None).unwrap();
-    assert_eq!((on.panel.threads, on.panel.rows_per_thread), (256, 2));
+    assert_eq!((view(&on).threads, view(&on).rows_per_thread), (256, 2));
     let off = Tuning {
         reg_panel_rows_per_thread: 0,
         ..t
@@ -202,7 +261,7 @@ fn register_panels_hold_every_row() {
         Some(Strategy::Blocked),
     )
     .unwrap();
-    assert_eq!(p.panel.rows_per_thread, 0);
+    assert_eq!(view(&p).rows_per_thread, 0);
 }
 
 #[test]
@@ -212,7 +271,7 @@ fn forced_strategies_are_checked() {
     let s = Shape::new(1, 300).unwrap();
     assert!(plan(s, &d, &t, Some(Strategy::Smem)).is_err());
     let p = plan(s, &d, &t, Some(Strategy::Large)).unwrap();
-    assert!(p.forced && p.panel.groups >= 1);
+    assert!(p.forced && view(&p).groups >= 1);
     assert!(p.to_string().starts_with("large (forced)"));
     let tall = Shape::new(1, 4096).unwrap();
     assert!(plan(tall, &d, &t, Some(Strategy::Blocked)).is_err());
@@ -235,11 +294,8 @@ fn smem_register_blocks_fit_the_register_file() {
     // The default keeps the register kernel to its measured range.
     let d = h200();
     let t = Tuning::default();
-    let rows = |n| {
-        plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem))
-            .unwrap()
-            .rows
-    };
+    let rows = |n| plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem)).unwrap();
+    let rows = |n| small(&rows(n)).rows;
     assert_eq!((rows(32), rows(63), rows(64), rows(120)), (4, 8, 0, 0));
 }
 
@@ -248,7 +304,10 @@ fn warp_kernel_up_to_its_order_and_whole_matrices_only() {
     let d = h200();
     let warp = |t: &Tuning, n| {
         let p = plan(Shape::new(20, n).unwrap(), &d, t, None).unwrap();
-        (p.strategy == Strategy::Smem && p.warp, p.threads)
+        match p.route {
+            Route::Small(g) => (g.warp, g.threads),
+            Route::Blocked(_) => (false, view(&p).threads),
+        }
     };
     let off = Tuning::default();
     assert_eq!(warp(&off, 32), (false, 256));
@@ -288,7 +347,7 @@ fn padded_rows_start_in_different_banks() {
     let (d, t) = (h200(), Tuning::default());
     let lda = |n| {
         let shape = Shape::new(3, n).unwrap();
-        plan(shape, &d, &t, Some(Strategy::Smem)).unwrap().lda
+        small(&plan(shape, &d, &t, Some(Strategy::Smem)).unwrap()).lda
     };
     // Padded, 238 would not fit: it keeps the odd leading dimension.
     assert_eq!((lda(176), lda(238)), (184, 239));
@@ -308,18 +367,14 @@ fn l2_hints_only_for_batches_past_two_l2s() {
         (40, 352, 0),
         (20, 32, 0),
     ] {
-        assert_eq!(
-            at(batch, n, &t).panel.tensor_l2_hints,
-            hints,
-            "{batch} x {n}"
-        );
+        assert_eq!(view(&at(batch, n, &t)).l2_hints, hints, "{batch} x {n}");
     }
     let always = Tuning {
         tensor_l2_hints_min_l2: 0,
         ..t
     };
-    assert_eq!(at(40, 352, &always).panel.tensor_l2_hints, 2);
-    assert_eq!(at(640, 512, &Tuning::default()).panel.tensor_l2_hints, 1);
+    assert_eq!(view(&at(40, 352, &always)).l2_hints, 2);
+    assert_eq!(view(&at(640, 512, &Tuning::default())).l2_hints, 1);
 }
 
 #[test]
@@ -332,7 +387,7 @@ fn checks_go_aside_for_batches_past_six_l2s() {
         (40, 176, false),
     ] {
         let p = plan(Shape::new(batch, n).unwrap(), &d, &t, None).unwrap();
-        assert_eq!(p.panel.checks_aside, aside, "{batch} x {n}");
+        assert_eq!(view(&p).checks_aside, aside, "{batch} x {n}");
     }
 }
 
@@ -341,13 +396,14 @@ fn smem_blocks_are_whole_warps_of_whole_groups() {
     let d = h200();
     let t = Tuning::default();
     for n in [1, 2, 31, 32, 33, 65, 120, 176, 230] {
-        let p = plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem)).unwrap();
+        let plan = plan(Shape::new(3, n).unwrap(), &d, &t, Some(Strategy::Smem)).unwrap();
+        let p = small(&plan);
         assert_eq!(p.threads % 32, 0);
         assert_eq!(p.threads % p.tpc, 0);
         assert!(p.threads <= 1024);
         assert!(p.threads as usize >= n * p.tpc as usize || p.rows == 0);
         assert_eq!(
-            p.defines(),
+            plan.defines(),
             vec![
                 ("SMEM_TPC".to_string(), p.tpc.to_string()),
                 ("SMEM_ROWS".to_string(), p.rows.to_string()),

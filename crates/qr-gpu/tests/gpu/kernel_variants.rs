@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use libtest_mimic::Failed;
 use qr_core::{Info, Shape, geqrf};
-use qr_gpu::{GpuBackend, Strategy};
+use qr_gpu::{GpuBackend, Panel, Route, Strategy, Update};
 use qr_verify::{Case, generate};
 
 use super::common::{
@@ -64,7 +64,11 @@ pub(crate) fn register_panel(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 pub(crate) fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let b = blocked(g, qr_gpu::Tuning::default());
     let plan = b.plan(Shape::new(40, 352)?)?;
-    if !plan.panel.reg_halves {
+    let halves = matches!(
+        plan.blocked().map(|b| b.panel),
+        Some(Panel::Registers { halves: true, .. })
+    );
+    if !halves {
         return Err(format!("halves not planned: {plan}").into());
     }
     gate_orders(
@@ -94,7 +98,7 @@ pub(crate) fn smem_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let b = (**g).clone().with_tuning(tuning);
     for n in [1, 2, 3, 5, 16, 17, 31, 32] {
         let p = b.plan(Shape::new(20, n)?)?;
-        if p.strategy != Strategy::Smem || !p.warp {
+        if !matches!(p.route, Route::Small(g) if g.warp) {
             return Err(format!("n = {n}: the planner chose {p}").into());
         }
         for (i, case) in Case::all().enumerate() {
@@ -211,7 +215,11 @@ pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             .clone()
             .with_tuning(variant.clone())
             .plan(Shape::new(3, 512)?)?;
-        if plan.panel.tensor_l2_hints != hints {
+        let planned = match plan.blocked().map(|b| b.update) {
+            Some(Update::Tensor(t)) => t.l2_hints,
+            _ => 0,
+        };
+        if planned != hints {
             return Err(format!("l2 hints {hints} not planned for a small batch: {plan}").into());
         }
         let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
@@ -221,7 +229,7 @@ pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// The writers' overflow checks (`Plan`'s `fused_checks`: the register
+/// The writers' overflow checks (`Schedule::fused_checks`: the register
 /// panel on the tensor-core update): on the blocked and cluster
 /// strategies, planned, the gate on sizes around the panel and tile edges
 /// and every distribution, and inputs whose R overflows (in a panel, and
@@ -237,11 +245,12 @@ pub(crate) fn fused_checks(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for s in [Strategy::Blocked, Strategy::Cluster] {
         let on = (**g).clone().with_strategy(Some(s));
         let plan = on.plan(Shape::new(3, 400)?)?;
-        if !plan.panel.fused_checks {
+        let fused = |p: &qr_gpu::Plan| p.blocked().is_some_and(|b| b.schedule.fused_checks);
+        if !fused(&plan) {
             return Err(format!("{s}: no fused checks planned: {plan}").into());
         }
         let sep = on.clone().with_tuning(separate.clone());
-        if sep.plan(Shape::new(3, 400)?)?.panel.fused_checks {
+        if fused(&sep.plan(Shape::new(3, 400)?)?) {
             return Err(format!("{s}: the shared-memory panel's plan fuses its checks").into());
         }
         let label = format!("{s} fused checks");

@@ -140,7 +140,7 @@ pub(crate) fn batch_lanes(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             ..base.clone()
         });
         let plan = many.plan(Shape::new(9, 200)?)?;
-        if plan.panel.lanes != lanes || plan.graph {
+        if plan.blocked().map(|b| b.schedule.lanes) != Some(lanes) || plan.graph() {
             return Err(format!("{lanes} lanes not planned: {plan}").into());
         }
         let mut specs = sizes_and_cases(&[33, 64, 97, 200, 512], (9, 150, 0.0), 10);

@@ -166,7 +166,7 @@ pub(crate) struct PanelBuffers {
     /// factorization.
     pub counters: u64,
     /// The writers' overflow marks (batch ints, zeroed before the
-    /// factorization; `Plan`'s `fused_checks`), or 0: the register panel and
+    /// factorization; `Schedule::fused_checks`), or 0: the register panel and
     /// the tensor-core update mark a matrix whose final H or tau values
     /// they write hold a non-finite value.
     pub oflow: u64,

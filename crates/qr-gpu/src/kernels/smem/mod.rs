@@ -74,7 +74,7 @@ pub(crate) fn register_bytes(tpc: u32, rows: u32) -> usize {
 
 /// The whole-matrix kernel's launch parameters (an `smem` plan's).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Geometry {
+pub struct Geometry {
     /// Threads per column.
     pub tpc: u32,
     /// Threads per block.
