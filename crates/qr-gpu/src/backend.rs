@@ -119,10 +119,11 @@ impl GpuBackend {
         self.engine.info()
     }
 
-    /// The stream the device-resident API queues on. Do not queue work on
-    /// it from another thread while a call of this backend runs: plans
-    /// that run as CUDA graphs record the stream's work during the call,
-    /// and would record that work with theirs.
+    /// The stream the device-resident API queues on, in call order. Work
+    /// queued on it from other threads (a kernel, a dropped buffer's free)
+    /// is ordered only by when it is queued; the engine never records this
+    /// stream into a CUDA graph (graph plans record on streams of their
+    /// own, graph.rs).
     pub fn stream(&self) -> &Arc<CudaStream> {
         self.engine.stream()
     }

@@ -167,6 +167,11 @@ pub(crate) struct Engine {
     /// The stream sets of the blocked paths; lane 0's main stream is
     /// `stream`.
     lanes: Vec<Lane>,
+    /// The stream set that plans running as graphs record on and queue
+    /// their first run on (forked from and joined back into `stream`), so
+    /// that `stream`, which callers and dropped buffers queue on, is never
+    /// captured.
+    capture: Lane,
     blas: CudaBlas,
     staging: Mutex<Staging>,
     graphs: Mutex<Graphs>,
@@ -194,6 +199,7 @@ impl Engine {
             let main = ctx.new_stream().ctx("creating a lane's stream")?;
             lanes.push(Lane::new(&ctx, main)?);
         }
+        let capture = Lane::new(&ctx, ctx.new_stream().ctx("creating the capture stream")?)?;
         let cublas = blas(CudaBlas::new(stream.clone()), "creating the cuBLAS handle")?;
         // Full float32 products: the default math mode, never TF32, whose
         // 10-bit mantissa would break the factor-residual gate.
@@ -212,6 +218,7 @@ impl Engine {
             launch: Launch::new(info, ctx, ModuleCache::new(PtxCache::from_env())),
             stream,
             lanes,
+            capture,
             blas: cublas,
             staging: Mutex::new(Staging::default()),
             graphs: Mutex::new(Graphs::default()),
@@ -237,6 +244,12 @@ impl Engine {
     /// Lane `i` (< [`MAX_LANES`]); lane 0 queues on the engine's stream.
     pub(crate) fn lane(&self, i: usize) -> &Lane {
         &self.lanes[i]
+    }
+
+    /// The lane of the plans that run as graphs (graph.rs), with its own
+    /// streams and scratch.
+    pub(crate) fn capture_lane(&self) -> &Lane {
+        &self.capture
     }
 
     /// The raw cuBLAS handle (bound to the engine's stream).

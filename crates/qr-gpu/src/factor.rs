@@ -1,6 +1,7 @@
 //! The device-resident factorization: every step queued on the engine's
 //! stream, no host synchronization.
 
+use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
 use crate::bench::Operands;
@@ -8,7 +9,8 @@ use crate::blocked;
 use crate::engine::{Engine, Lane};
 use crate::graph;
 use crate::kernels::{smem, util};
-use crate::plan::{Blocked, MAX_LANES, Plan, Route};
+use crate::launch::Launch;
+use crate::plan::{Blocked, MAX_LANES, Plan, Route, SmemGeometry};
 
 /// Factors the batch at `ops.a` into `ops.h`, `ops.tau` and `ops.info`
 /// (device pointers of `shape`'s lengths) as `plan` says: as one CUDA graph
@@ -20,14 +22,18 @@ pub(crate) fn geqrf(
     ops: Operands,
 ) -> Result<(), QrError> {
     let _queueing = engine.queueing();
-    if plan.graph() && shape.batch() > 0 && shape.n() > 0 {
+    if let Some(b) = plan.blocked().filter(|b| b.schedule.graph)
+        && shape.batch() > 0
+        && shape.n() > 0
+    {
+        let lane = engine.capture_lane();
         let key = graph::Key {
             plan: plan.clone(),
             operands: [ops.a, ops.h, ops.tau, ops.info],
-            workspace: engine.workspace().addresses(engine.stream()),
+            workspace: lane.workspace().addresses(lane.stream()),
         };
-        let mut queue = || queue(engine, plan, shape, ops);
-        return engine.graphs().run(engine.stream(), key, &mut queue);
+        let mut queue = || queue_blocked(engine, lane, b, shape, ops);
+        return engine.graphs().run(engine.stream(), lane, key, &mut queue);
     }
     queue(engine, plan, shape, ops)
 }
@@ -35,6 +41,10 @@ pub(crate) fn geqrf(
 /// Queues the factorization of `geqrf` launch by launch.
 fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<(), QrError> {
     let Operands { a, h, tau, info } = ops;
+    let b = match &plan.route {
+        Route::Small(g) => return small(engine.launch(), engine.stream(), shape, *g, ops),
+        Route::Blocked(b) => b,
+    };
     if shape.batch() == 0 {
         return Ok(());
     }
@@ -43,18 +53,6 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
             .launch()
             .memset_u32(engine.stream(), info, 0, shape.batch());
     }
-    let b = match &plan.route {
-        // One launch: the kernel holds the whole matrix and writes info.
-        Route::Small(g) => {
-            return smem::launch(
-                engine.launch(),
-                engine.stream(),
-                (plan.shape, *g),
-                (a, h, tau, info),
-            );
-        }
-        Route::Blocked(b) => b,
-    };
     let lanes = (b.schedule.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
     if lanes == 1 {
         return queue_blocked(engine, engine.lane(0), b, shape, ops);
@@ -94,6 +92,26 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         engine.lane(l).join_into(engine.stream())?;
     }
     queued
+}
+
+/// Queues an `smem` plan's factorization on `stream`: one launch, no
+/// scratch (the kernel holds each whole matrix, flags and NaN-fills
+/// non-finite inputs and overflowed outputs, and writes info).
+pub(crate) fn small(
+    launch: &Launch,
+    stream: &CudaStream,
+    shape: Shape,
+    geometry: SmemGeometry,
+    ops: Operands,
+) -> Result<(), QrError> {
+    let Operands { a, h, tau, info } = ops;
+    if shape.batch() == 0 {
+        return Ok(());
+    }
+    if shape.n() == 0 {
+        return launch.memset_u32(stream, info, 0, shape.batch());
+    }
+    smem::launch(launch, stream, (shape, geometry), (a, h, tau, info))
 }
 
 /// Queues the blocked factorization of `shape` on `lane`, its checks and

@@ -12,15 +12,19 @@
 //! move on every call keep launching kernel by kernel.
 //!
 //! Whatever is queued on a stream while it is being captured is recorded
-//! instead of run, from whichever thread: the backend holds the engine's
-//! queueing lock (`Engine::queueing`) around every call that queues on
-//! its stream, and a caller must not queue on `GpuBackend::stream` from
-//! another thread while a factorization call is running.
+//! instead of run, from whichever thread: a buffer dropped by another
+//! thread (its free is queued on its stream) or a caller's own kernel
+//! would land in the graph. So the engine's stream is never captured: a
+//! graph plan queues on a lane of its own (`Engine::capture_lane`), whose
+//! streams only these calls use, under the engine's queueing lock. Its
+//! first run is forked from the engine's stream and joined back; its
+//! recording runs nothing; the graph is launched on the engine's stream.
 
 use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::driver::{CudaStream, result};
 use qr_core::QrError;
 
+use crate::engine::Lane;
 use crate::error::DriverContext;
 use crate::plan::Plan;
 
@@ -73,19 +77,26 @@ pub(crate) struct Graphs {
 }
 
 impl Graphs {
-    /// Runs `queue` (which queues a whole factorization on `stream` and on
-    /// streams it joins back into `stream`) for `key`: launch by launch the
-    /// first time the key is seen (which also compiles the kernels and
-    /// sizes the workspace, neither of which may happen inside a capture),
-    /// recorded and launched as a graph the second time, replayed after.
+    /// Runs `queue` (which queues a whole factorization on `lane`'s main
+    /// stream and on streams it joins back into it) for `key`, ordered on
+    /// `stream`: launch by launch the first time the key is seen (which
+    /// also compiles the kernels and sizes the lane's workspace, neither of
+    /// which may happen inside a capture), recorded on the lane and
+    /// launched on `stream` as a graph the second time, replayed after.
     pub(crate) fn run(
         &mut self,
         stream: &CudaStream,
+        lane: &Lane,
         key: Key,
         queue: &mut dyn FnMut() -> Result<(), QrError>,
     ) -> Result<(), QrError> {
         let Some(at) = self.kept.iter().position(|(k, _)| *k == key) else {
-            queue()?;
+            lane.fork_from(stream)?;
+            let queued = queue();
+            // Joined even after a failure, so that nothing queued on the
+            // lane outlives the call unordered against `stream`.
+            lane.join_into(stream)?;
+            queued?;
             if self.kept.len() == KEPT {
                 self.kept.remove(0);
             }
@@ -96,7 +107,7 @@ impl Graphs {
         let exec = match exec {
             Some(e) => e,
             None => {
-                let captured = capture(stream, queue)?;
+                let captured = capture(lane.stream(), queue)?;
                 // The captured kernels keep their streams' priorities as node
                 // priorities, which the graph honours only with this flag:
                 // without it the panels lost their precedence over the bulk
@@ -109,8 +120,9 @@ impl Graphs {
                 Exec(e)
             }
         };
-        // SAFETY: the executable graph is live, recorded on this stream
-        // with this key's operands and workspace.
+        // SAFETY: the executable graph is live, recorded with this key's
+        // operands and workspace (the lane's, which only graph plans use,
+        // each ordered on `stream`).
         let launched = unsafe { result::graph::launch(exec.0, stream.cu_stream()) };
         self.kept.push((key, Some(exec)));
         launched.ctx("launching a factorization's graph")?;

@@ -53,12 +53,14 @@ pub(crate) fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     Ok(())
 }
 
-/// A plan recorded as a graph on one thread while another thread uploads,
-/// factors (a plan without graphs) and downloads through the same engine:
-/// the engine's queueing lock keeps the other thread's work out of every
-/// capture, so both threads get their own factorizations, bitwise equal to
-/// launch-by-launch queueing, on every round (the first thread's key is
-/// recorded on its second round and replayed after).
+/// Plans recorded as graphs on one thread while another thread uploads,
+/// factors (a plan without graphs), downloads and drops buffers through
+/// the same engine (a dropped buffer's free is queued on the engine's
+/// stream, outside any lock): no capture records the other thread's work,
+/// so both threads get their own factorizations, bitwise equal to
+/// launch-by-launch queueing, on every round. The first thread alternates
+/// two output buffers, so each key is run on one round, recorded on a later
+/// one and replayed after: two recordings while the other thread runs.
 pub(crate) fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let on = (**g).clone().with_strategy(Some(Strategy::Blocked));
     let off = on.clone().with_tuning(qr_gpu::Tuning {
@@ -77,12 +79,16 @@ pub(crate) fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Fa
     let (w1, w2) = (geqrf(&off, sh1, &a1)?, geqrf(&small, sh2, &a2)?);
     let recorded = || -> Result<(), String> {
         let da = on.upload(&a1).map_err(|e| e.to_string())?;
-        let mut out = on.alloc_outputs(sh1).map_err(|e| e.to_string())?;
+        let mut outs = [
+            on.alloc_outputs(sh1).map_err(|e| e.to_string())?,
+            on.alloc_outputs(sh1).map_err(|e| e.to_string())?,
+        ];
         for round in 0..8 {
-            on.geqrf_device(&da, &mut out).map_err(|e| e.to_string())?;
+            let out = &mut outs[round % 2];
+            on.geqrf_device(&da, out).map_err(|e| e.to_string())?;
             let mut f = qr_core::Factorization::zeroed(sh1).map_err(|e| e.to_string())?;
             let batch = f.as_batch_mut().map_err(|e| e.to_string())?;
-            on.download(&out, batch).map_err(|e| e.to_string())?;
+            on.download(out, batch).map_err(|e| e.to_string())?;
             if !same_outputs(&f, &w1) {
                 return Err(format!("graph thread, round {round}: differs"));
             }
@@ -101,6 +107,10 @@ pub(crate) fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Fa
             small.download(&out, batch).map_err(|e| e.to_string())?;
             if !same_outputs(&f, &w2) {
                 return Err(format!("other thread, round {round}: differs"));
+            }
+            // Frees queued on the engine's stream at any moment.
+            for _ in 0..32 {
+                drop(small.upload(&a2).map_err(|e| e.to_string())?);
             }
         }
         Ok(())
