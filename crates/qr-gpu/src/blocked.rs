@@ -63,7 +63,7 @@ pub(crate) fn factor(
     let out_of_place = tensor.is_some();
     // Out of place, the first panel and the first update read the input,
     // not zcol, so the scan may run beside them on the auxiliary stream
-    // (`Tuning::checks_aside`); every later step waits for it. There too,
+    // (`Tuning::checks_aside_min_l2`); every later step waits for it. There too,
     // once the step ending at column `split` is queued, the overflow check
     // of the rows and columns before it (final from then on).
     let checks_aside = plan.schedule.checks_aside;

@@ -108,9 +108,8 @@ pub struct Tuning {
     /// (float32 FMAs), instead of a tensor-core launch of that update on the
     /// chain between the two panels. Shared-memory panels only: tall
     /// panels take the register panel instead (`reg_panel_rows_per_thread`).
-    pub panel_fold: bool,
-    /// Smallest order that folds (`panel_fold`).
-    pub panel_fold_min_n: usize,
+    /// The smallest order that folds; `None`: none.
+    pub panel_fold_min_n: Option<usize>,
     /// `blocked` path with at most one matrix per SM: block size of the
     /// panel kernel for panels of `blocked_tall_panel_rows` rows or more
     /// (their row chains are long and no other block shares the SM).
@@ -140,7 +139,7 @@ pub struct Tuning {
     /// as one CUDA graph (recorded the second time a plan meets the same
     /// operands and workspace, replayed after; graph.rs), so their chains
     /// of small dependent launches run without a launch gap between each.
-    /// Plans with the low-priority checks stream (`checks_aside`) launch
+    /// Plans with the low-priority checks stream (`checks_aside_min_l2`) launch
     /// kernel by kernel.
     pub graphs: bool,
     /// Blocked paths that read the input out of place: the scan for
@@ -149,17 +148,16 @@ pub struct Tuning {
     /// step waiting for it; and the overflow check of the rows and columns
     /// final at mid-factorization runs there beside the second half, so
     /// that only the bottom-right quarter is checked after the last step.
-    /// Only for batches of at least `checks_aside_min_l2` times the L2
-    /// cache's bytes: on the H200 (run s14-run5) 640 x 512 went
+    /// Only for batches of at least this many times the L2 cache's bytes
+    /// (`None`: never): on the H200 (run s14-run5) 640 x 512 went
     /// 5569.7 -> 5524.1 us with it, while 60 x 1024 (240 MiB), with the
     /// CUDA graph it forgoes, was faster without it (3993.3 against
     /// 4100.0 us), as were 8 x 2048 and 2 x 4096 (docs/history/qr-gpu-sessions.md,
     /// table "checks aside"): a short scan gains less
     /// than the stream joins, the low-priority blocks in the panels' way
-    /// and the lost graph cost.
-    pub checks_aside: bool,
-    /// See `checks_aside`: between 240 MiB (4 L2s, slower aside) and 640 MiB (10.7 L2s, faster).
-    pub checks_aside_min_l2: u32,
+    /// and the lost graph cost. 6: between 240 MiB (4 L2s, slower aside)
+    /// and 640 MiB (10.7 L2s, faster).
+    pub checks_aside_min_l2: Option<u32>,
     /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
     /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
     /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
@@ -264,15 +262,13 @@ impl Default for Tuning {
             reg_panel_max_threads: 512,
             reg_panel_alone_min_threads: 256,
             panel_pipeline_max_threads: 256,
-            panel_fold: true,
-            panel_fold_min_n: 0,
+            panel_fold_min_n: Some(0),
             blocked_tall_panel_threads: 512,
             blocked_tall_panel_rows: 320,
             cluster_min_blocks: 8,
             cluster_max_block_rows: 192,
             graphs: true,
-            checks_aside: true,
-            checks_aside_min_l2: 6,
+            checks_aside_min_l2: Some(6),
             tensor_warps: 0,
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 2,

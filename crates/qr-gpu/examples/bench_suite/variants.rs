@@ -378,8 +378,7 @@ pub(super) fn variants() -> Vec<Variant> {
     }
     for aside in [false, true] {
         let t = Tuning {
-            checks_aside: aside,
-            checks_aside_min_l2: 0,
+            checks_aside_min_l2: aside.then_some(0),
             ..base.clone()
         };
         add(
@@ -391,11 +390,10 @@ pub(super) fn variants() -> Vec<Variant> {
         );
     }
     // The previous panel's update of each panel's columns folded into the
-    // panel (`Tuning::panel_fold`), on the planner's plans.
+    // panel (`Tuning::panel_fold_min_n`), on the planner's plans.
     for (on, min) in [(false, 240), (true, 240), (true, 0)] {
         let t = Tuning {
-            panel_fold: on,
-            panel_fold_min_n: min,
+            panel_fold_min_n: on.then_some(min),
             ..base.clone()
         };
         add(
@@ -429,7 +427,7 @@ pub(super) fn variants() -> Vec<Variant> {
         );
         let t = Tuning {
             graphs: on,
-            checks_aside: false,
+            checks_aside_min_l2: None,
             ..base.clone()
         };
         add(

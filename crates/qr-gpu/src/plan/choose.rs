@@ -234,8 +234,9 @@ fn blocked(
     // Out of place (the tensor-core update reads the input), the scan may
     // run beside the first steps on the auxiliary stream.
     let checks_aside = tensor
-        && tuning.checks_aside
-        && shape.a_bytes() as u64 >= u64::from(tuning.checks_aside_min_l2) * device.l2_bytes as u64;
+        && tuning
+            .checks_aside_min_l2
+            .is_some_and(|l2s| shape.a_bytes() as u64 >= u64::from(l2s) * device.l2_bytes as u64);
     // Graphs: the chains of the blocked and cluster paths on the tensor-core
     // update (cuBLAS and cooperative launches stay outside them), not beside
     // the low-priority checks stream (forked inside the capture, it was not
@@ -303,9 +304,8 @@ fn alone_panel(shape: Shape, device: &DeviceInfo, tuning: &Tuning, tensor: bool)
     let fold_bytes = n * panel::NB * 4
         + fold_variant.fold_bytes(panel::Meeting::Alone, threads, n)
         + panel::FOLD_STATIC_BYTES;
-    let fold = tuning.panel_fold
+    let fold = tuning.panel_fold_min_n.is_some_and(|min| n >= min)
         && alone
-        && n >= tuning.panel_fold_min_n
         && fold_bytes <= device.smem_per_block_optin;
     // The register panel: for tall panels of a block alone with the tall
     // panels' block size (as many rows per thread as that takes), and

@@ -192,7 +192,7 @@ pub enum Panel {
         /// updating the current one (`Tuning::panel_pipeline_max_threads`).
         pipelined: bool,
         /// Each panel but the first applies the previous panel's reflectors
-        /// to its own columns itself (`Tuning::panel_fold`), so no update
+        /// to its own columns itself (`Tuning::panel_fold_min_n`), so no update
         /// launch runs between two panels.
         fold: bool,
     },
@@ -265,7 +265,7 @@ pub struct Schedule {
     /// 10108.4 / 9989.6.
     pub fused_checks: bool,
     /// The input scan (and, unfused, half the overflow check) runs on the
-    /// auxiliary stream beside the first steps (`Tuning::checks_aside`;
+    /// auxiliary stream beside the first steps (`Tuning::checks_aside_min_l2`;
     /// out of place, with the tensor-core update, only).
     pub checks_aside: bool,
 }

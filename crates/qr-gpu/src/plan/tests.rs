@@ -168,7 +168,7 @@ fn folds_for_few_matrices_whose_fold_fits() {
     // Too many matrices, too tall a panel, below a raised minimum.
     assert!(!view(&at(640, 512)).fold);
     let from = Tuning {
-        panel_fold_min_n: 240,
+        panel_fold_min_n: Some(240),
         ..Tuning::default()
     };
     assert!(!view(&plan(Shape::new(40, 176).unwrap(), &d, &from, None).unwrap()).fold);
@@ -419,7 +419,7 @@ fn plan_defines_are_the_ones_the_sources_check() {
     // Without the fold, which keeps the shared-memory panel.
     let t = Tuning {
         reg_panel_rows_per_thread: 2,
-        panel_fold: false,
+        panel_fold_min_n: None,
         ..Tuning::default()
     };
     for (n, s, src) in [

@@ -160,26 +160,26 @@ pub(crate) static ROWS: &[Row] = &[
         ],
     },
     // The previous panel's update of each panel's columns folded into the
-    // panel (`Tuning::panel_fold`, the default for few matrices): the
+    // panel (`Tuning::panel_fold_min_n`, the default for few matrices): the
     // strategy tests run it; here the unfolded path (a tensor-core launch
     // of that update between the panels), and the fold beside the
-    // mid-factorization check (`Tuning::checks_aside` forced), bitwise
+    // mid-factorization check (`Tuning::checks_aside_min_l2` forced), bitwise
     // equal to the check first.
     Row {
         name: "panel_fold",
         runs: &[
             Run {
                 label: "no fold",
-                flip: |t| t.panel_fold = false,
+                flip: |t| t.panel_fold_min_n = None,
                 strategies: BLOCKED,
                 check: Check::Panel { seed: 2200 },
             },
             Run {
                 label: "fold checks aside",
-                flip: |t| t.checks_aside_min_l2 = 0,
+                flip: |t| t.checks_aside_min_l2 = Some(0),
                 strategies: BLOCKED,
                 check: Check::Bits {
-                    reference: |t| t.checks_aside = false,
+                    reference: |t| t.checks_aside_min_l2 = None,
                     orders: &[65, 96, 97, 200, 512],
                     cases: (3, 300, 0.0),
                     cases_from: 20,
@@ -268,19 +268,16 @@ pub(crate) static ROWS: &[Row] = &[
         ],
     },
     // The input scan beside the first panel and update
-    // (`Tuning::checks_aside`, forced from any size), bitwise equal (H, tau
+    // (`Tuning::checks_aside_min_l2`, forced from any size), bitwise equal (H, tau
     // and info) to the scan first.
     Row {
         name: "checks_aside",
         runs: &[Run {
             label: "{s} checks aside",
-            flip: |t| {
-                t.checks_aside = true;
-                t.checks_aside_min_l2 = 0;
-            },
+            flip: |t| t.checks_aside_min_l2 = Some(0),
             strategies: PANELS,
             check: Check::Bits {
-                reference: |t| t.checks_aside = false,
+                reference: |t| t.checks_aside_min_l2 = None,
                 orders: &[1, 32, 33, 64, 65, 200, 512],
                 cases: (3, 300, 0.0),
                 cases_from: 20,

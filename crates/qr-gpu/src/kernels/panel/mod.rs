@@ -92,7 +92,7 @@ pub(crate) struct Variant {
     /// updating the current one (`Tuning::panel_pipeline_max_threads`).
     pub pipelined: bool,
     /// A one-barrier panel first applies the previous panel's reflectors
-    /// to its own columns (`Tuning::panel_fold`), so no update launch of
+    /// to its own columns (`Tuning::panel_fold_min_n`), so no update launch of
     /// those columns runs between two panels.
     pub fold: bool,
 }
