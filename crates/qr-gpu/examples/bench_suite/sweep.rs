@@ -21,14 +21,19 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
         budget: Duration::from_secs(2),
         flush_bytes: 256 << 20,
     };
-    // `--only A,B` keeps the variants whose knob mentions A or B.
+    // `--only A,B` keeps the rows of knobs A and B (`Tuning` field names).
     let args: Vec<String> = std::env::args().collect();
     if let Some(only) = args
         .iter()
         .position(|a| a == "--only")
         .and_then(|i| args.get(i + 1))
     {
-        variants.retain(|v| only.split(',').any(|o| v.1.contains(o)));
+        let only: Vec<&str> = only.split(',').collect();
+        let known = |o: &&str| variants.iter().any(|v| v.knob == *o);
+        if let Some(o) = only.iter().find(|o| !known(o)) {
+            return Err(format!("--only {o}: no sweep row has that knob").into());
+        }
+        variants.retain(|v| only.contains(&v.knob));
     }
     // `--once SPEC`: one factorization of SPEC per remaining variant, untimed
     // (for a profiler that records every kernel of it).
@@ -40,14 +45,16 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
         let spec: Spec = once.parse()?;
         let shape = Shape::new(spec.batch, spec.n)?;
         let a = generate(&spec, 1000);
-        for (_, knob, strat, tuning) in variants.iter().filter(|v| v.0 == once.as_str()) {
+        for v in variants.iter().filter(|v| v.case == once.as_str()) {
             let b = gpu
                 .clone()
-                .with_tuning(tuning.clone())
-                .with_strategy(*strat);
+                .with_tuning(v.tuning.clone())
+                .with_strategy(v.strategy);
             let f = geqrf(&b, shape, &a)?;
             println!(
-                "| {once} | {knob} | {} | once, info ok: {} |",
+                "| {once} | {} = {} | {} | once, info ok: {} |",
+                v.knob,
+                v.value,
                 b.plan(shape)?,
                 f.all_ok()
             );
@@ -71,11 +78,12 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
         Err(e) => println!("compiling ahead failed, variants compile as they run: {e}"),
     }
     // Group by case so that each case's inputs are generated once.
-    variants.sort_by_key(|v| v.0);
+    variants.sort_by_key(|v| v.case);
     println!("| case | knob | plan | us |");
     println!("|---|---|---|---|");
     let mut cache: Option<(String, Vec<Vec<f32>>)> = None;
-    for (sp, knob, strat, tuning) in variants {
+    for v in variants {
+        let (sp, knob) = (v.case, format!("{} = {}", v.knob, v.value));
         let spec: Spec = sp.parse()?;
         let shape = Shape::new(spec.batch, spec.n)?;
         if cache.as_ref().is_none_or(|(k, _)| k != sp) {
@@ -83,7 +91,7 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
         }
         let inputs = &cache.as_ref().expect("set").1;
         let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
-        let b = gpu.clone().with_tuning(tuning).with_strategy(strat);
+        let b = gpu.clone().with_tuning(v.tuning).with_strategy(v.strategy);
         // A variant the device cannot run is a row of the table, not the end.
         let (plan, t) = match b
             .plan(shape)

@@ -42,19 +42,39 @@ const FEW_CASES: [&str; 6] = [
     "20,1024,1,dense",
 ];
 
-/// One sweep row: case, knob label, forced strategy, tuning.
-type Variant = (&'static str, String, Option<Strategy>, Tuning);
+/// One sweep row.
+pub(super) struct Variant {
+    /// The case (`batch,n,cond,case`).
+    pub case: &'static str,
+    /// The `Tuning` field it sweeps (`--only` selects by this name), or
+    /// `strategy` for a forced strategy alone.
+    pub knob: &'static str,
+    /// The knob's value in this row, in words.
+    pub value: String,
+    /// The strategy forced, if any.
+    pub strategy: Option<Strategy>,
+    /// The whole tuning of the row.
+    pub tuning: Tuning,
+}
 
-/// Adds `knob` with `tuning` (and `strat` forced) on each of `specs`.
+/// Adds `knob` = `value` (`tuning`, with `strategy` forced) on each of
+/// `specs`.
 fn add(
     variants: &mut Vec<Variant>,
     specs: &[&'static str],
-    knob: String,
-    strat: Option<Strategy>,
+    knob: &'static str,
+    value: String,
+    strategy: Option<Strategy>,
     tuning: &Tuning,
 ) {
-    for &sp in specs {
-        variants.push((sp, knob.clone(), strat, tuning.clone()));
+    for &case in specs {
+        variants.push(Variant {
+            case,
+            knob,
+            value: value.clone(),
+            strategy,
+            tuning: tuning.clone(),
+        });
     }
 }
 
@@ -71,7 +91,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["20,32,1,dense", "40,176,1,dense"],
-            format!("smem tpc {tpc}"),
+            "smem_tpc",
+            format!("{tpc}"),
             Some(Strategy::Smem),
             &t,
         );
@@ -95,7 +116,8 @@ pub(super) fn variants() -> Vec<Variant> {
                 "2112,32,1,dense",
                 "20000,32,1,dense",
             ],
-            format!("smem warp {max_n}"),
+            "smem_warp_max_n",
+            format!("{max_n}"),
             None,
             &t,
         );
@@ -110,7 +132,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &DENSE_CASES[1..6],
-            format!("tensor stage {depth}"),
+            "tensor_stage_depth",
+            format!("{depth}"),
             None,
             &t,
         );
@@ -123,7 +146,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &DENSE_CASES[1..],
-            format!("tensor warps {warps}"),
+            "tensor_warps",
+            format!("{warps}"),
             None,
             &t,
         );
@@ -136,7 +160,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["640,512,2,dense", "60,1024,2,dense", "2,4096,1,dense"],
-            format!("tensor trailing {tensor}"),
+            "tensor_trailing",
+            format!("{tensor}"),
             None,
             &t,
         );
@@ -157,12 +182,14 @@ pub(super) fn variants() -> Vec<Variant> {
             ("8,2048,1,dense", Strategy::Cluster),
             ("2,4096,1,dense", Strategy::Cluster),
         ] {
-            variants.push((
-                sp,
-                format!("register panel rows per thread {rpt}, {strat}"),
+            add(
+                &mut variants,
+                &[sp],
+                "reg_panel_rows_per_thread",
+                format!("{rpt}, {strat}"),
                 Some(strat),
-                t.clone(),
-            ));
+                &t,
+            );
         }
     }
     for k in [0u32, 2, 8] {
@@ -179,7 +206,8 @@ pub(super) fn variants() -> Vec<Variant> {
                 "8,2048,1,dense",
                 "2,4096,1,dense",
             ],
-            format!("tensor row split {k}"),
+            "tensor_row_split",
+            format!("{k}"),
             None,
             &t,
         );
@@ -196,7 +224,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["40,352,1,dense", "60,1024,2,dense"],
-            format!("lanes without graphs {lanes}"),
+            "batch_lanes",
+            format!("{lanes}, without graphs"),
             None,
             &t,
         );
@@ -210,7 +239,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["640,512,2,dense", "640,512,0,rankdef"],
-            format!("batch lanes {lanes}"),
+            "batch_lanes",
+            format!("{lanes}"),
             None,
             &t,
         );
@@ -224,7 +254,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &DENSE_CASES[2..],
-            format!("tensor l2 hints {hints}"),
+            "tensor_l2_hints",
+            format!("{hints}"),
             None,
             &t,
         );
@@ -237,7 +268,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["40,352,1,dense", "60,1024,2,dense"],
-            format!("register panel alone min threads {min}"),
+            "reg_panel_alone_min_threads",
+            format!("{min}"),
             None,
             &t,
         );
@@ -251,7 +283,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["40,352,1,dense", "640,512,2,dense", "60,1024,2,dense"],
-            format!("blocked threads {th}"),
+            "blocked_panel_threads",
+            format!("{th}"),
             Some(Strategy::Blocked),
             &t,
         );
@@ -273,7 +306,8 @@ pub(super) fn variants() -> Vec<Variant> {
                 "40,208,1,dense",
                 "40,224,1,dense",
             ],
-            format!("smem register rows up to {regs}, tpc {tpc}"),
+            "smem_register_max_rows",
+            format!("{regs}, tpc {tpc}"),
             Some(Strategy::Smem),
             &t,
         );
@@ -294,7 +328,8 @@ pub(super) fn variants() -> Vec<Variant> {
                 "40,288,1,dense",
                 "40,352,1,dense",
             ],
-            format!("smem crossover {strat}"),
+            "smem_max_n",
+            format!("crossover: {strat}"),
             Some(strat),
             &base,
         );
@@ -317,7 +352,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &CLUSTER_CASES,
-            format!("cluster max blocks {k}, threads {th}"),
+            "cluster_max_blocks",
+            format!("{k}, threads {th}"),
             Some(Strategy::Cluster),
             &t,
         );
@@ -334,7 +370,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["40,176,1,dense", "40,240,1,dense"],
-            format!("small cluster {k}"),
+            "cluster_min_blocks",
+            format!("{k}"),
             Some(Strategy::Cluster),
             &t,
         );
@@ -350,7 +387,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &PANEL_CASES,
-            format!("panel pipeline {max}"),
+            "panel_pipeline_max_threads",
+            format!("{max}"),
             Some(Strategy::Blocked),
             &t,
         );
@@ -358,7 +396,8 @@ pub(super) fn variants() -> Vec<Variant> {
     add(
         &mut variants,
         &FEW_CASES,
-        "few matrices cluster".to_string(),
+        "cluster_min_blocks",
+        "cluster forced".to_string(),
         Some(Strategy::Cluster),
         &base,
     );
@@ -371,7 +410,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &FEW_CASES,
-            format!("few matrices blocked {th}"),
+            "blocked_tall_panel_threads",
+            format!("{th}"),
             Some(Strategy::Blocked),
             &t,
         );
@@ -384,7 +424,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &DENSE_CASES,
-            format!("checks aside {aside}"),
+            "checks_aside_min_l2",
+            format!("{:?}", t.checks_aside_min_l2),
             None,
             &t,
         );
@@ -405,7 +446,8 @@ pub(super) fn variants() -> Vec<Variant> {
                 "40,512,1,dense",
                 "60,1024,2,dense",
             ],
-            format!("panel fold {on} from {min}"),
+            "panel_fold_min_n",
+            format!("{:?}", t.panel_fold_min_n),
             None,
             &t,
         );
@@ -421,7 +463,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &DENSE_CASES[1..],
-            format!("graphs {on}"),
+            "graphs",
+            format!("{on}"),
             None,
             &t,
         );
@@ -433,7 +476,8 @@ pub(super) fn variants() -> Vec<Variant> {
         add(
             &mut variants,
             &["640,512,2,dense", "60,1024,2,dense"],
-            format!("graphs {on}, checks first"),
+            "graphs",
+            format!("{on}, checks first"),
             None,
             &t,
         );
@@ -441,6 +485,7 @@ pub(super) fn variants() -> Vec<Variant> {
     add(
         &mut variants,
         &["8,2048,1,dense", "2,4096,1,dense"],
+        "strategy",
         "large".to_string(),
         Some(Strategy::Large),
         &base,
@@ -452,9 +497,8 @@ pub(super) fn variants() -> Vec<Variant> {
 /// planner refuses it (a forced strategy that does not fit), which the
 /// sweep prints as a row not run.
 pub(super) fn variant_plan(v: &Variant, device: &qr_gpu::DeviceInfo) -> Option<qr_gpu::Plan> {
-    let (sp, _, strat, tuning) = v;
-    let shape = sp.parse::<Spec>().ok()?.shape().ok()?;
-    qr_gpu::plan(shape, device, tuning, *strat).ok()
+    let shape = v.case.parse::<Spec>().ok()?.shape().ok()?;
+    qr_gpu::plan(shape, device, &v.tuning, v.strategy).ok()
 }
 
 #[cfg(test)]
@@ -474,8 +518,9 @@ mod tests {
     fn plans() -> (Vec<Plan>, usize) {
         let d = h200();
         let rows = variants();
-        for (sp, ..) in &rows {
-            sp.parse::<Spec>()
+        for v in &rows {
+            v.case
+                .parse::<Spec>()
                 .expect("sweep spec")
                 .shape()
                 .expect("shape");
@@ -493,6 +538,20 @@ mod tests {
             "{} of {rows}",
             plans.len()
         );
+    }
+
+    /// `--only` selects by knob: every row's knob is a field of `Tuning`
+    /// (as its `Debug` names them) or `strategy`.
+    #[test]
+    fn every_knob_is_a_tuning_field() {
+        let fields = format!("{:?}", Tuning::default());
+        for v in variants() {
+            assert!(
+                v.knob == "strategy" || fields.contains(&format!(" {}: ", v.knob)),
+                "{} is not a field of Tuning",
+                v.knob
+            );
+        }
     }
 
     /// Every kernel module of every sweep row compiles for the H200, so a
