@@ -68,11 +68,16 @@ pub(crate) struct Lane {
     fork: CudaEvent,
     /// Orders the engine's stream after this lane's main one (join).
     join: CudaEvent,
-    workspace: Mutex<Workspace>,
+    /// The lane's scratch (the capture lane shares lane 0's).
+    workspace: Arc<Mutex<Workspace>>,
 }
 
 impl Lane {
-    fn new(ctx: &Arc<CudaContext>, main: Arc<CudaStream>) -> Result<Self, QrError> {
+    fn new(
+        ctx: &Arc<CudaContext>,
+        main: Arc<CudaStream>,
+        workspace: Arc<Mutex<Workspace>>,
+    ) -> Result<Self, QrError> {
         let (least, greatest) = cudarc::driver::result::stream::get_priority_range()
             .ctx("querying the stream priorities")?;
         let flags = Some(CUevent_flags::CU_EVENT_DISABLE_TIMING);
@@ -84,7 +89,7 @@ impl Lane {
             side_to_aux: ctx.new_event(flags).ctx("creating an event")?,
             fork: ctx.new_event(flags).ctx("creating an event")?,
             join: ctx.new_event(flags).ctx("creating an event")?,
-            workspace: Mutex::new(Workspace::default()),
+            workspace,
         })
     }
 
@@ -167,10 +172,10 @@ pub(crate) struct Engine {
     /// The stream sets of the blocked paths; lane 0's main stream is
     /// `stream`.
     lanes: Vec<Lane>,
-    /// The stream set that plans running as graphs record on and queue
-    /// their first run on (forked from and joined back into `stream`), so
-    /// that `stream`, which callers and dropped buffers queue on, is never
-    /// captured.
+    /// The streams that plans running as graphs are recorded on, with
+    /// lane 0's scratch (the graphs run on `stream`, in order with lane
+    /// 0), so that `stream`, which callers and dropped buffers queue on,
+    /// is never captured.
     capture: Lane,
     blas: CudaBlas,
     staging: Mutex<Staging>,
@@ -194,12 +199,17 @@ impl Engine {
         // are not needed.
         unsafe { ctx.disable_event_tracking() };
         let stream = ctx.new_stream().ctx("creating the engine's stream")?;
-        let mut lanes = vec![Lane::new(&ctx, stream.clone())?];
+        let scratch = || Arc::new(Mutex::new(Workspace::default()));
+        let mut lanes = vec![Lane::new(&ctx, stream.clone(), scratch())?];
         for _ in 1..MAX_LANES {
             let main = ctx.new_stream().ctx("creating a lane's stream")?;
-            lanes.push(Lane::new(&ctx, main)?);
+            lanes.push(Lane::new(&ctx, main, scratch())?);
         }
-        let capture = Lane::new(&ctx, ctx.new_stream().ctx("creating the capture stream")?)?;
+        let capture = Lane::new(
+            &ctx,
+            ctx.new_stream().ctx("creating the capture stream")?,
+            lanes[0].workspace.clone(),
+        )?;
         let cublas = blas(CudaBlas::new(stream.clone()), "creating the cuBLAS handle")?;
         // Full float32 products: the default math mode, never TF32, whose
         // 10-bit mantissa would break the factor-residual gate.
@@ -246,8 +256,8 @@ impl Engine {
         &self.lanes[i]
     }
 
-    /// The lane of the plans that run as graphs (graph.rs), with its own
-    /// streams and scratch.
+    /// The lane plans that run as graphs are recorded on (graph.rs): streams
+    /// of its own, lane 0's scratch.
     pub(crate) fn capture_lane(&self) -> &Lane {
         &self.capture
     }

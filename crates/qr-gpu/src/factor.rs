@@ -26,14 +26,14 @@ pub(crate) fn geqrf(
         && shape.batch() > 0
         && shape.n() > 0
     {
-        let lane = engine.capture_lane();
         let key = graph::Key {
             plan: plan.clone(),
             operands: [ops.a, ops.h, ops.tau, ops.info],
-            workspace: lane.workspace().addresses(lane.stream()),
+            workspace: engine.workspace().addresses(engine.stream()),
         };
-        let mut queue = || queue_blocked(engine, lane, b, shape, ops);
-        return engine.graphs().run(engine.stream(), lane, key, &mut queue);
+        let lanes = (engine.lane(0), engine.capture_lane());
+        let mut queue = |lane: &Lane| queue_blocked(engine, lane, b, shape, ops);
+        return engine.graphs().run(lanes, key, &mut queue);
     }
     queue(engine, plan, shape, ops)
 }

@@ -15,10 +15,11 @@
 //! instead of run, from whichever thread: a buffer dropped by another
 //! thread (its free is queued on its stream) or a caller's own kernel
 //! would land in the graph. So the engine's stream is never captured: a
-//! graph plan queues on a lane of its own (`Engine::capture_lane`), whose
-//! streams only these calls use, under the engine's queueing lock. Its
-//! first run is forked from the engine's stream and joined back; its
-//! recording runs nothing; the graph is launched on the engine's stream.
+//! graph plan's first run queues on lane 0 (the engine's stream) as any
+//! plan does, its recording on the streams of `Engine::capture_lane`,
+//! which only recordings use (under the engine's queueing lock) and which
+//! share lane 0's scratch, and the graph is launched on the engine's
+//! stream, in order with lane 0's other work.
 
 use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::driver::{CudaStream, result};
@@ -77,26 +78,22 @@ pub(crate) struct Graphs {
 }
 
 impl Graphs {
-    /// Runs `queue` (which queues a whole factorization on `lane`'s main
-    /// stream and on streams it joins back into it) for `key`, ordered on
-    /// `stream`: launch by launch the first time the key is seen (which
-    /// also compiles the kernels and sizes the lane's workspace, neither of
-    /// which may happen inside a capture), recorded on the lane and
-    /// launched on `stream` as a graph the second time, replayed after.
+    /// Runs `queue` (which queues a whole factorization on a lane's main
+    /// stream and on streams it joins back into it) for `key`: on `run`
+    /// (lane 0, the engine's stream) launch by launch the first time the
+    /// key is seen (which also compiles the kernels and sizes the scratch,
+    /// neither of which may happen inside a capture), recorded on
+    /// `record` (sharing `run`'s scratch) and launched on `run`'s stream
+    /// as a graph the second time, replayed there after.
     pub(crate) fn run(
         &mut self,
-        stream: &CudaStream,
-        lane: &Lane,
+        (run, record): (&Lane, &Lane),
         key: Key,
-        queue: &mut dyn FnMut() -> Result<(), QrError>,
+        queue: &mut dyn FnMut(&Lane) -> Result<(), QrError>,
     ) -> Result<(), QrError> {
+        let stream = run.stream();
         let Some(at) = self.kept.iter().position(|(k, _)| *k == key) else {
-            lane.fork_from(stream)?;
-            let queued = queue();
-            // Joined even after a failure, so that nothing queued on the
-            // lane outlives the call unordered against `stream`.
-            lane.join_into(stream)?;
-            queued?;
+            queue(run)?;
             if self.kept.len() == KEPT {
                 self.kept.remove(0);
             }
@@ -107,7 +104,7 @@ impl Graphs {
         let exec = match exec {
             Some(e) => e,
             None => {
-                let captured = capture(lane.stream(), queue)?;
+                let captured = capture(record.stream(), &mut || queue(record))?;
                 // The captured kernels keep their streams' priorities as node
                 // priorities, which the graph honours only with this flag:
                 // without it the panels lost their precedence over the bulk
@@ -121,8 +118,7 @@ impl Graphs {
             }
         };
         // SAFETY: the executable graph is live, recorded with this key's
-        // operands and workspace (the lane's, which only graph plans use,
-        // each ordered on `stream`).
+        // operands and lane 0's scratch, which only work on `stream` uses.
         let launched = unsafe { result::graph::launch(exec.0, stream.cu_stream()) };
         self.kept.push((key, Some(exec)));
         launched.ctx("launching a factorization's graph")?;
