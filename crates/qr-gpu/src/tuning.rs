@@ -158,14 +158,12 @@ pub struct Tuning {
     /// and the lost graph cost. 6: between 240 MiB (4 L2s, slower aside)
     /// and 640 MiB (10.7 L2s, faster).
     pub checks_aside_min_l2: Option<u32>,
-    /// Tensor-core update: warps per block, 4 or 8, or 0 to choose by
-    /// `tensor_warps4_min_waves`. Blocks per SM scale so that a thread keeps
-    /// 128 registers (8: two blocks, 4: four), the same 16 warps per SM
-    /// either way.
-    pub tensor_warps: u32,
-    /// With `tensor_warps` 0: 4-warp blocks when the first trailing update
+    /// Tensor-core update: 4-warp blocks when the first trailing update
     /// has at least this many waves of 8-warp blocks (its blocks over the
-    /// SMs' resident 8-warp blocks), else 8. On the H200, 4 warps were 3.9%
+    /// SMs' resident 8-warp blocks), else 8 (0: 4 always; `u32::MAX`: 8
+    /// always). Blocks per SM scale so that a thread keeps 128 registers
+    /// (8: two blocks, 4: four), the same 16 warps per SM either way. On
+    /// the H200, 4 warps were 3.9%
     /// faster at 640 x 512 (36 waves) and 1-12% slower at 60 x 1024 (7),
     /// 8 x 2048 (1.9) and 2 x 4096 (1): docs/history/qr-gpu-sessions.md, table "tensor
     /// warps"; 16 lies between 7 and 36 (their geometric middle).
@@ -269,7 +267,6 @@ impl Default for Tuning {
             cluster_max_block_rows: 192,
             graphs: true,
             checks_aside_min_l2: Some(6),
-            tensor_warps: 0,
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 2,
             tensor_row_split: 8,

@@ -138,16 +138,16 @@ pub(super) fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    for warps in [8u32, 4] {
+    for (waves, warps) in [(u32::MAX, "8"), (0, "4")] {
         let t = Tuning {
-            tensor_warps: warps,
+            tensor_warps4_min_waves: waves,
             ..base.clone()
         };
         add(
             &mut variants,
             &DENSE_CASES[1..],
-            "tensor_warps",
-            format!("{warps}"),
+            "tensor_warps4_min_waves",
+            format!("{waves} ({warps} warps always)"),
             None,
             &t,
         );

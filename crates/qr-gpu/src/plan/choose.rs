@@ -46,25 +46,20 @@ fn cluster_pays(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> bool {
             && n.div_ceil(k as usize) < tuning.cluster_max_block_rows)
 }
 
-/// Warps per tensor-update block: `Tuning::tensor_warps` when it is 4 or 8,
-/// else 4 once the first trailing update (after one 32-column panel) fills
-/// the SMs' resident 8-warp blocks `tensor_warps4_min_waves` times over:
-/// with that many waves the smaller blocks' finer grain wins, with few the
-/// 8-warp blocks' wider row split does.
+/// Warps per tensor-update block: 4 once the first trailing update (after
+/// one 32-column panel) fills the SMs' resident 8-warp blocks
+/// `Tuning::tensor_warps4_min_waves` times over (with that many waves the
+/// smaller blocks' finer grain wins, with few the 8-warp blocks' wider row
+/// split does), else 8.
 fn tensor_warps(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> u32 {
-    match tuning.tensor_warps {
-        4 => 4,
-        8 => 8,
-        _ => {
-            let tiles = shape.n().saturating_sub(32).div_ceil(trailing_tc::BN);
-            let blocks = shape.batch().saturating_mul(tiles);
-            let slots = (device.sm_count * trailing_tc::resident_blocks(8)).max(1) as usize;
-            if blocks >= slots.saturating_mul(tuning.tensor_warps4_min_waves as usize) {
-                4
-            } else {
-                8
-            }
-        }
+    let tiles = shape.n().saturating_sub(32).div_ceil(trailing_tc::BN);
+    let blocks = shape.batch().saturating_mul(tiles);
+    let slots = (device.sm_count * trailing_tc::resident_blocks(8)).max(1) as usize;
+    let waves = u64::from(tuning.tensor_warps4_min_waves);
+    if blocks as u64 >= (slots as u64).saturating_mul(waves) {
+        4
+    } else {
+        8
     }
 }
 

@@ -129,13 +129,13 @@ pub(crate) fn smem_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     zero_columns_on(&b, "smem warp", 32)
 }
 
-/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps` 4;
+/// The tensor-core update with 4-warp blocks (`Tuning::tensor_warps4_min_waves` 0;
 /// the default picks them only for batches of many waves) on every panel
 /// strategy: sizes around its row and column steps, every distribution,
 /// and two runs bitwise identical.
 pub(crate) fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let tuning = qr_gpu::Tuning {
-        tensor_warps: 4,
+        tensor_warps4_min_waves: 0,
         ..qr_gpu::Tuning::default()
     };
     for s in [Strategy::Blocked, Strategy::Cluster, Strategy::Large] {

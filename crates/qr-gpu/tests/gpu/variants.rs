@@ -305,7 +305,7 @@ fn smem_registers<const TPC: u32>(t: &mut Tuning) {
 
 /// `tensor_stage`'s reference: the streaming update at `WARPS` warps.
 fn streamed<const WARPS: u32>(t: &mut Tuning) {
-    t.tensor_warps = WARPS;
+    t.tensor_warps4_min_waves = if WARPS == 4 { 0 } else { u32::MAX };
     t.tensor_stage_depth = 0;
 }
 
