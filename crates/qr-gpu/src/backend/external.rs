@@ -18,8 +18,6 @@ use qr_core::{ApplyQ, QrError, Shape};
 use super::{GpuBackend, check_at_least};
 use crate::bench::Operands;
 use crate::error::DriverContext;
-use crate::factor;
-use crate::plan::Route;
 use crate::q::{QOp, QOperands};
 
 /// Alignment asked of every caller-owned buffer: what `cudaMalloc` and the
@@ -195,18 +193,7 @@ impl GpuBackend {
             tau: out.tau.ptr,
             info: out.info.ptr,
         };
-        let plan = self.plan(shape)?;
-        if let Route::Small(geometry) = plan.route {
-            // One launch without scratch: queued on the caller's stream
-            // itself, with no event between two streams on its way.
-            let launch = self.engine.launch();
-            // SAFETY: the stream is the caller's, of this context and alive
-            // for the call (ExternalStream::from_raw's contract); the
-            // wrapper does not destroy it.
-            let caller = unsafe { launch.context().wrap_borrowed_stream(stream.handle()) };
-            return factor::small(launch, &caller, shape, geometry, ops);
-        }
-        self.ordered_with(stream, || factor::geqrf(&self.engine, &plan, shape, ops))
+        self.ordered_with(stream, || self.run(shape, ops))
     }
 
     /// [`GpuBackend::orgqr_device`] over caller-owned buffers, ordered on
