@@ -246,8 +246,11 @@ fn blocked(
     // updates, where there is a next panel and no cooperative launch.
     let ahead = tensor && meeting.kernel() != panel::Meeting::Global && n > panel::NB;
     // Lanes: batches of several matrices per SM outside graphs (a graph's
-    // key holds lane 0's scratch only).
+    // key holds lane 0's scratch only), on the tensor-core update (the
+    // SGEMM update queues on the cuBLAS handle's stream, the engine's, not
+    // on a lane's).
     let lanes = if meeting == Meeting::Alone
+        && tensor
         && !graph
         && (shape.batch() as u64)
             >= u64::from(tuning.batch_lanes_min_batch_per_sm) * u64::from(device.sm_count)

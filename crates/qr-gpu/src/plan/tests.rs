@@ -126,6 +126,13 @@ fn lanes_for_batches_of_several_matrices_per_sm_outside_graphs() {
         ..Tuning::default()
     };
     assert_eq!(view(&at(640, 512, &one)).lanes, 1);
+    // Never on the SGEMM update, whose cuBLAS calls queue on the engine's
+    // stream.
+    let sgemm = Tuning {
+        tensor_trailing: false,
+        ..t.clone()
+    };
+    assert_eq!(view(&at(640, 512, &sgemm)).lanes, 1);
     assert_eq!(view(&at(640, 512, &Tuning::default())).lanes, 2);
 }
 
