@@ -1,6 +1,8 @@
-//! Plans: which strategy factors a shape on a device, with its launch
-//! parameters. A plan can be printed and forced, so that every strategy can
-//! be tested on its own.
+//! Plans: what factors a shape on a device. `plan()` (choose.rs) is the one
+//! place that decides; a `Plan` is a sum type (the whole-matrix kernel, or
+//! the panel loop's meeting, panel, update and schedule) that the engine
+//! executes as it stands. A plan prints what launches and can be forced, so
+//! that every strategy can be tested on its own.
 
 use std::fmt;
 use std::str::FromStr;
