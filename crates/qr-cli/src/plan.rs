@@ -1,8 +1,10 @@
-//! `qr plan`: the GPU plan for a shape, or why there is no GPU to plan for.
+//! `qr plan`: the GPU plan for a shape, on this machine's GPU or on a
+//! modelled board (`--device-model`, no GPU needed), or why there is no GPU
+//! to plan for.
 
 use clap::Args;
 use qr_core::Shape;
-use qr_gpu::GpuBackend;
+use qr_gpu::{DeviceInfo, GpuBackend, Planner, Route, Tuning};
 
 use crate::error::{CliError, Outcome};
 use crate::select::parse_strategy;
@@ -23,6 +25,49 @@ pub struct PlanArgs {
     /// The operation whose launches to print.
     #[arg(long, value_enum, default_value = "geqrf")]
     pub op: OpArg,
+    /// Plan for this modelled board instead of the machine's GPU (none
+    /// needed), with the default tuning: a100, rtx-a6000, l40s, h100, h200,
+    /// b200 or rtx-5090.
+    #[arg(long, value_name = "BOARD")]
+    pub device_model: Option<String>,
+}
+
+/// Lowercase letters and digits of `s`, so that `RTX 5090` is `rtx5090`.
+fn squeeze(s: &str) -> String {
+    s.chars()
+        .filter(char::is_ascii_alphanumeric)
+        .map(|c| c.to_ascii_lowercase())
+        .collect()
+}
+
+/// The modelled board `name` names (its letters and digits within one
+/// board's name, and no other's).
+fn model(name: &str) -> Result<DeviceInfo, CliError> {
+    let want = squeeze(name);
+    let models = DeviceInfo::models();
+    let names: Vec<&str> = models.iter().map(|d| d.name.as_str()).collect();
+    let mut found = models
+        .iter()
+        .filter(|d| !want.is_empty() && squeeze(&d.name).contains(&want));
+    match (found.next(), found.next()) {
+        (Some(d), None) => Ok(d.clone()),
+        _ => Err(CliError(format!(
+            "--device-model {name}: not one of the modelled boards ({})",
+            names.join(", ")
+        ))),
+    }
+}
+
+/// The plan's parameters, every field by name, for geqrf (`Display` leaves
+/// some out).
+fn route(planner: &Planner<'_>, shape: Shape) -> Result<String, CliError> {
+    Ok(match planner.plan(shape)?.route {
+        Route::Small(g) => format!("{g:?}"),
+        Route::Blocked(b) => format!(
+            "meeting {:?}; panel {:?}; update {:?}; schedule {:?}",
+            b.meeting, b.panel, b.update, b.schedule
+        ),
+    })
 }
 
 /// Runs `qr plan`. Without a device it prints the probe's reason and
@@ -30,6 +75,14 @@ pub struct PlanArgs {
 pub fn run(args: &PlanArgs) -> Result<Outcome, CliError> {
     let shape = Shape::new(args.batch, args.n)?;
     let strategy = args.strategy.as_deref().map(parse_strategy).transpose()?;
+    if let Some(name) = &args.device_model {
+        let device = model(name)?;
+        let tuning = Tuning::default();
+        let planner = Planner::new(&device, &tuning, strategy);
+        println!("device: {device} (modelled, no GPU used)");
+        print(&planner, shape, args.op)?;
+        return Ok(Outcome::MetBar);
+    }
     let device = match qr_gpu::probe() {
         Ok(device) => device,
         Err(why) => {
@@ -39,9 +92,33 @@ pub fn run(args: &PlanArgs) -> Result<Outcome, CliError> {
     };
     println!("device: {device}");
     let backend = GpuBackend::new(0)?.with_strategy(strategy);
-    match args.op {
-        OpArg::Geqrf => println!("plan for {shape}: {}", backend.plan(shape)?),
-        op => println!("{}", backend.describe_op(shape, op.operation())?),
-    }
+    print(&backend.planner(), shape, args.op)?;
     Ok(Outcome::MetBar)
+}
+
+/// Prints what `op` launches for `shape` under `planner`.
+fn print(planner: &Planner<'_>, shape: Shape, op: OpArg) -> Result<(), CliError> {
+    match op {
+        OpArg::Geqrf => {
+            println!("plan for {shape}: {}", planner.plan(shape)?);
+            println!("launches: {}", route(planner, shape)?);
+        }
+        op => println!("{}", planner.describe_op(shape, op.operation())?),
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn boards_are_named_by_their_letters_and_digits() {
+        assert_eq!(model("h100").unwrap().name, "H100 SXM 80GB");
+        assert_eq!(model("RTX-5090").unwrap().name, "RTX 5090");
+        assert_eq!(model("a6000").unwrap().name, "RTX A6000");
+        assert!(model("h").is_err(), "H100 and H200 both match");
+        assert!(model("v100").is_err());
+        assert!(model("").is_err());
+    }
 }

@@ -232,6 +232,48 @@ fn plan_answers_with_or_without_a_device() {
 }
 
 #[test]
+fn plan_on_a_modelled_board_needs_no_device() {
+    let args = [
+        "plan",
+        "--n",
+        "512",
+        "--batch",
+        "640",
+        "--device-model",
+        "h200",
+    ];
+    let o = qr(&args);
+    assert_status(&o, 0);
+    let out = stdout(&o);
+    assert!(out.contains("H200") && out.contains("modelled"), "{out}");
+    assert!(
+        out.contains("plan for 640x512x512: blocked (chosen)"),
+        "{out}"
+    );
+    assert!(
+        out.contains("launches: meeting Alone; panel Registers"),
+        "{out}"
+    );
+    let o = qr(&[
+        "plan",
+        "--n",
+        "1024",
+        "--batch",
+        "60",
+        "--device-model",
+        "h100",
+        "--op",
+        "orgqr",
+    ]);
+    assert_status(&o, 0);
+    assert!(stdout(&o).contains("orgqr for 60x1024x1024"));
+    assert_status(
+        &qr(&["plan", "--n", "4", "--batch", "1", "--device-model", "v100"]),
+        2,
+    );
+}
+
+#[test]
 fn misuse_exits_with_status_2() {
     // No case matches the filter.
     assert_status(

@@ -14,15 +14,17 @@ use crate::engine::Engine;
 use crate::error::DriverContext;
 use crate::factor;
 use crate::peers::host_round_trip;
-use crate::plan::{self, Plan, Route, Strategy, Update};
+use crate::plan::{Plan, Strategy, Update};
 use crate::probe::DeviceInfo;
 use crate::q::{self as qops, QOp, QOperands};
 use crate::tuning::Tuning;
 use crate::workspace::{alloc_error, dptr};
 
 mod external;
+mod planner;
 
 pub use external::{ExternalStream, RAW_ALIGN, RawBuffer, RawFactors};
+pub use planner::Planner;
 
 /// The CUDA engine as a qr-core [`Backend`] (name `"gpu"`).
 #[derive(Debug, Clone)]
@@ -97,7 +99,7 @@ impl GpuBackend {
 
     /// The plan this backend uses for `shape`.
     pub fn plan(&self, shape: Shape) -> Result<Plan, QrError> {
-        plan::plan(shape, self.engine.info(), &self.tuning, self.forced)
+        self.planner().plan(shape)
     }
 
     /// Compiles to PTX, on every core, the kernels of `plans` (made for
@@ -239,95 +241,30 @@ fn check_at_least(what: &'static str, need: usize, have: usize) -> Result<(), Qr
 }
 
 impl GpuBackend {
-    /// The tensor-core update settings `orgqr` and `ormqr` use for `shape`:
-    /// its geqrf plan's, or, where that plan is the whole-matrix kernel,
-    /// the blocked plan's of the same shape.
-    pub fn q_plan(&self, shape: Shape) -> Result<Plan, QrError> {
-        let p = self.plan(shape)?;
-        if p.strategy() != Strategy::Smem {
-            return Ok(p);
-        }
-        plan::plan(
-            shape,
-            self.engine.info(),
-            &self.tuning,
-            Some(Strategy::Blocked),
-        )
+    /// The planner of this backend's device, tuning and forced strategy.
+    pub fn planner(&self) -> Planner<'_> {
+        Planner::new(self.engine.info(), &self.tuning, self.forced)
     }
 
-    /// What `op` launches for `shape`, in words: the order of the blocks,
-    /// the update's plan, and the steps around them. Forcing a strategy
-    /// ([`GpuBackend::with_strategy`]) forces the update settings of that
-    /// strategy's plan here too.
+    /// The tensor-core update settings `orgqr` and `ormqr` use for `shape`
+    /// ([`Planner::q_plan`]).
+    pub fn q_plan(&self, shape: Shape) -> Result<Plan, QrError> {
+        self.planner().q_plan(shape)
+    }
+
+    /// What `op` launches for `shape`, in words ([`Planner::describe_op`]).
     pub fn describe_op(&self, shape: Shape, op: Operation) -> Result<String, QrError> {
-        let blocks = shape.n().div_ceil(crate::kernels::trailing_tc::q::NB);
-        let on_chip = self.on_chip(shape, matches!(op, Operation::Ormqr(_))).0;
-        let apply = |what: &str| -> Result<String, QrError> {
-            let how = if let Some(cluster) = on_chip {
-                let room = crate::kernels::trailing_tc::q::apply_bytes(shape.n(), cluster) / 1024;
-                let blocks = match cluster {
-                    1 => format!("one block's shared memory ({room} KiB)"),
-                    c => format!("the shared memory of a cluster of {c} blocks ({room} KiB each)"),
-                };
-                format!(
-                    "then on chip: one launch, each 32-column tile of the result in {blocks} \
-                     taking {what}"
-                )
-            } else {
-                format!(
-                    "then one tensor-core update per block, {what}, with the update settings of {}",
-                    self.q_plan(shape)?
-                )
-            };
-            Ok(format!(
-                "{op} for {shape}: V and T of all {blocks} 32-column blocks in one launch, {how}; \
-                 then the per-matrix checks"
-            ))
-        };
-        match op {
-            Operation::Geqrf => Ok(self.plan(shape)?.to_string()),
-            Operation::Orgqr if on_chip.is_some() => {
-                apply("its own block first, then each block left of it, last to first")
-            }
-            Operation::Orgqr => apply(
-                "last block first over Q[p.., p + 32..], the block's own columns formed with V and T",
-            ),
-            Operation::Ormqr(apply_q) => {
-                let backward = (apply_q.side == qr_core::Side::Left)
-                    == (apply_q.transpose == qr_core::Transpose::No);
-                let order = match (backward, on_chip.is_some()) {
-                    (true, true) => "every block, last first",
-                    (true, false) => "last block first (reflectors reversed: Q_k, not Q_k^T)",
-                    (false, _) => "every block, first first",
-                };
-                let side = if apply_q.side == qr_core::Side::Right {
-                    ", C transposed in and out"
-                } else {
-                    ""
-                };
-                apply(&format!("{order}{side}"))
-            }
-            Operation::Qr => Ok(format!(
-                "qr for {shape}: geqrf ({}), then {}, then R from H",
-                self.plan(shape)?,
-                self.describe_op(shape, Operation::Orgqr)?
-            )),
-        }
+        self.planner().describe_op(shape, op)
     }
 
     /// How `orgqr` (or `ormqr`) applies the blocks for `shape`.
     fn on_chip(&self, shape: Shape, ormqr: bool) -> qops::OnChip {
-        qops::OnChip::choose(shape.n(), self.engine.info(), &self.tuning, ormqr)
+        self.planner().on_chip(shape, ormqr)
     }
 
     /// The trailing update of [`GpuBackend::q_plan`].
     fn q_update(&self, shape: Shape) -> Result<Update, QrError> {
-        match self.q_plan(shape)?.route {
-            Route::Blocked(b) => Ok(b.update),
-            Route::Small(_) => Err(QrError::Unsupported {
-                message: format!("no blocked plan for {shape} to take the update settings of"),
-            }),
-        }
+        self.planner().q_update(shape)
     }
 
     /// Queues `orgqr` of the device reflectors `(h, tau)` of `shape` into

@@ -233,31 +233,14 @@ pub(crate) mod tests {
     use crate::probe::DeviceInfo;
     use crate::tuning::Tuning;
 
-    /// A100 (sm_80), RTX A6000 (sm_86), L40S (sm_89), H200 (sm_90), B200
-    /// (sm_100) and RTX 5090 (sm_120).
+    /// One modelled board per compute capability: A100 (sm_80), RTX A6000
+    /// (sm_86), L40S (sm_89), H200 (sm_90), B200 (sm_100) and RTX 5090
+    /// (sm_120); the H100 plans as the H200 but for its L2.
     pub(crate) fn devices() -> Vec<DeviceInfo> {
-        vec![
-            device("A100", (8, 0), 108, 163, 40),
-            device("RTX A6000", (8, 6), 84, 99, 6),
-            device("L40S", (8, 9), 142, 99, 96),
-            device("H200", (9, 0), 132, 227, 60),
-            device("B200", (10, 0), 148, 227, 126),
-            device("RTX 5090", (12, 0), 170, 99, 96),
-        ]
-    }
-
-    /// A device of compute capability `cc` with the shared memory a block
-    /// may opt into from CUDA's per-capability tables (CUDA C++
-    /// Programming Guide, "Technical Specifications per Compute
-    /// Capability"), and its board's SM count and L2.
-    pub(crate) fn device(
-        name: &str,
-        cc: (i32, i32),
-        sms: u32,
-        optin_kib: usize,
-        l2_mib: usize,
-    ) -> DeviceInfo {
-        DeviceInfo::modelled(name, cc, sms, optin_kib * 1024, l2_mib << 20)
+        DeviceInfo::models()
+            .into_iter()
+            .filter(|d| !d.name.starts_with("H100"))
+            .collect()
     }
 
     /// The benchmark set's shapes, an order whose rows are not 16-byte

@@ -58,7 +58,7 @@ mod tuning;
 mod workspace;
 
 pub use backend::{
-    DeviceFactorization, ExternalStream, GpuBackend, RAW_ALIGN, RawBuffer, RawFactors,
+    DeviceFactorization, ExternalStream, GpuBackend, Planner, RAW_ALIGN, RawBuffer, RawFactors,
 };
 pub use compile::compile_plans;
 pub use error::GpuError;

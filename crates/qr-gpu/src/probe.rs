@@ -37,6 +37,27 @@ pub struct DeviceInfo {
 }
 
 impl DeviceInfo {
+    /// The boards planned for without a device (`qr plan --device-model`,
+    /// the golden manifest, the compile tests), by their published SM
+    /// counts, the shared memory a block may opt into (CUDA C++ Programming
+    /// Guide, "Technical Specifications per Compute Capability") and L2:
+    /// A100 (sm_80), RTX A6000 (sm_86), L40S (sm_89), H100 SXM and H200
+    /// (sm_90), B200 (sm_100), RTX 5090 (sm_120).
+    pub fn models() -> Vec<DeviceInfo> {
+        let board = |name, cc, sms, optin_kib: usize, l2_mib: usize| {
+            Self::modelled(name, cc, sms, optin_kib * 1024, l2_mib << 20)
+        };
+        vec![
+            board("A100", (8, 0), 108, 163, 40),
+            board("RTX A6000", (8, 6), 84, 99, 6),
+            board("L40S", (8, 9), 142, 99, 96),
+            board("H100 SXM 80GB", (9, 0), 132, 227, 50),
+            board("H200", (9, 0), 132, 227, 60),
+            board("B200", (10, 0), 148, 227, 126),
+            board("RTX 5090", (12, 0), 170, 99, 96),
+        ]
+    }
+
     /// A device described by its published figures, for planning
     /// ([`crate::plan`]) and compiling ([`crate::compile_plans`]) without
     /// one: compute capability `cc`, `sm_count` SMs, `smem_optin` bytes of

@@ -9,23 +9,17 @@ use sha2::{Digest, Sha256};
 
 use super::{REWRITE_PLANS, hex};
 use crate::compile::modules;
-use crate::compile::tests::{SHAPES, device, devices};
+use crate::compile::tests::SHAPES;
 use crate::kernels::KernelSource;
 use crate::kernels::trailing_tc::{self, q as qk};
-use crate::plan::{Blocked, Plan, Route, Strategy};
+use crate::plan::{Blocked, Plan, Route};
 use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
-/// The devices planned for: those of the compile tests (sm_80 to sm_120)
-/// and the H100 SXM beside the H200.
+/// The devices planned for: every modelled board (sm_80 to sm_120, the
+/// H100 SXM beside the H200).
 pub(super) fn golden_devices() -> Vec<DeviceInfo> {
-    let mut out = devices();
-    let at = out
-        .iter()
-        .position(|d| d.name == "H200")
-        .unwrap_or(out.len());
-    out.insert(at, device("H100 SXM 80GB", (9, 0), 132, 227, 50));
-    out
+    DeviceInfo::models()
 }
 
 /// The shapes planned for, each once, in this order: the `qr_v2`
@@ -106,18 +100,6 @@ impl Op {
             Op::Qr => "qr",
         }
     }
-}
-
-/// `GpuBackend::q_plan` without a backend (backend.rs): the geqrf plan,
-/// or, where that is the whole-matrix kernel, the blocked plan of the same
-/// shape. Kept in step with it by hand until it is a function of the
-/// device alone.
-fn q_plan(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Result<Plan, QrError> {
-    let p = crate::plan(shape, device, tuning, None)?;
-    if p.strategy() != Strategy::Smem {
-        return Ok(p);
-    }
-    crate::plan(shape, device, tuning, Some(Strategy::Blocked))
 }
 
 /// One kernel module: its family and `-D` defines (in the family's order,
@@ -260,7 +242,7 @@ pub(super) fn manifest() -> Manifest {
         for &(b, n) in &shapes {
             let shape = Shape::new(b, n).expect("a valid shape");
             let geqrf = crate::plan(shape, d, &tuning, None);
-            let q = q_plan(shape, d, &tuning);
+            let q = crate::Planner::new(d, &tuning, None).q_plan(shape);
             for op in Op::ALL {
                 entries += 1;
                 let _ = write!(text, "\n[{} | {} | {shape}]\n", d.name, op.name());
