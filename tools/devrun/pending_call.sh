@@ -32,4 +32,9 @@ left 40 && PYTHONPATH=/tmp/site-smem t timeout -k 5 $(cap 90) python3 -m qr_rs.b
 left 30 && QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 60) "$peers/gpu_tests" peer_ >>"$out/peers.txt" 2>&1
 left 30 && t timeout -k 5 $(cap 60) "$peers/qr" bench --backend gpu --shapes 40x176 --peers cusolver,cublas-batched >>"$out/peers.txt" 2>&1
 left 40 && t timeout -k 5 $(cap 90) "$main/bench_suite" --sweep --only smem_warp_max_n >"$out/sweep.txt" 2>&1
+for spec in 640,512,2,dense 60,1024,2,dense; do
+    left 60 && t timeout -k 5 $(cap 150) ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+        --csv "$main/qr" check --backend gpu --spec "$spec" >"/tmp/ncu_$spec.csv" 2>&1
+    python3 tools/devrun/ncu_bytes.py "$spec" "/tmp/ncu_$spec.csv" >>"$out/ncu.txt" 2>&1
+done
 true
