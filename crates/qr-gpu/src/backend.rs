@@ -9,16 +9,17 @@ use qr_core::{
     QrFactors, Reflectors, Shape,
 };
 
-use crate::bench::{self, Operands};
-use crate::engine::Engine;
+use crate::bench;
+use crate::device::probe::DeviceInfo;
+use crate::device::workspace::{alloc_error, dptr};
 use crate::error::DriverContext;
 use crate::factor;
+use crate::factor::Operands;
+use crate::factor::engine::Engine;
+use crate::factor::q::{self as qops, QOp, QOperands};
 use crate::peers::host_round_trip;
 use crate::plan::{Plan, Strategy, Update};
-use crate::probe::DeviceInfo;
-use crate::q::{self as qops, QOp, QOperands};
 use crate::tuning::Tuning;
-use crate::workspace::{alloc_error, dptr};
 
 mod external;
 mod planner;
@@ -109,7 +110,7 @@ impl GpuBackend {
     /// a time. Returns how many modules were compiled: 0 with the cache
     /// off, where this does nothing.
     pub fn prepare_plans(&self, plans: &[Plan]) -> Result<usize, QrError> {
-        crate::compile::warm(
+        crate::plan::modules::warm(
             plans,
             self.engine.info().compute_capability,
             self.engine.launch().ptx_cache(),
@@ -400,7 +401,7 @@ impl GpuBackend {
                 out: st.h.ensure(s, out.len())?,
                 info: st.info.ensure(s, shape.info_len())?,
             };
-            let up = |buf: &mut crate::workspace::Buf<f32>, x: &[f32], what: &str| {
+            let up = |buf: &mut crate::device::workspace::Buf<f32>, x: &[f32], what: &str| {
                 let d = buf.slice_mut().expect("ensured");
                 s.memcpy_htod(x, &mut d.slice_mut(..x.len())).ctx(what)
             };
@@ -424,8 +425,8 @@ impl GpuBackend {
     /// the codes into `info`, then waits for the stream.
     fn copy_back(
         &self,
-        outs: &mut [(&mut crate::workspace::Buf<f32>, &mut [f32], &str)],
-        codes: &mut crate::workspace::Buf<i32>,
+        outs: &mut [(&mut crate::device::workspace::Buf<f32>, &mut [f32], &str)],
+        codes: &mut crate::device::workspace::Buf<i32>,
         info: &mut [Info],
     ) -> Result<(), QrError> {
         let s = self.stream();

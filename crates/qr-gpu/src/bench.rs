@@ -9,9 +9,10 @@ use cudarc::driver::CudaSlice;
 use cudarc::driver::sys::CUevent_flags;
 use qr_core::{BenchOptions, BenchTiming, QrError, Shape};
 
-use crate::engine::Engine;
+use crate::device::workspace::{Buf, alloc_error, dptr};
 use crate::error::DriverContext;
-use crate::workspace::{Buf, alloc_error, dptr};
+use crate::factor::Operands;
+use crate::factor::engine::Engine;
 
 /// Bytes written before each repetition: at least 256 MiB, several times the
 /// H200's 60 MiB L2 (and at least four times the device's own).
@@ -23,19 +24,6 @@ pub(crate) fn flush_bytes(engine: &Engine, opts: &BenchOptions) -> usize {
             .max(256 << 20)
             .max(4 * engine.info().l2_bytes)
     }
-}
-
-/// Device pointers of one factorization's operands.
-#[derive(Clone, Copy, Debug)]
-pub(crate) struct Operands {
-    /// Input batch.
-    pub a: u64,
-    /// H.
-    pub h: u64,
-    /// tau.
-    pub tau: u64,
-    /// info.
-    pub info: u64,
 }
 
 /// Times `run` over `inputs` (all of `shape`) with device events.

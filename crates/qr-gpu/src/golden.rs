@@ -14,7 +14,7 @@
 //!   NVRTC or GPU needed, so it runs with every `cargo test`): per
 //!   (device, operation, shape) the plan's `Display` text, the fields its
 //!   strategy's launches read, by name, and the kernel modules the
-//!   launches may load (`compile::modules`), each named by its family and
+//!   launches may load (`plan::modules`), each named by its family and
 //!   a digest of its defines; the table at the end lists every module's
 //!   defines, sorted, as the `-D` options NVRTC is given.
 //! - `tests/data/default_ptx.txt`

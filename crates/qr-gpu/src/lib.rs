@@ -35,38 +35,34 @@
 
 #![warn(missing_docs)]
 
+// Layers, each using only those below it: compile (NVRTC, module and PTX
+// caches); device (description, launch context, buffers); kernels (each
+// family's specs and launcher); plan (the planner, and the modules a plan
+// compiles); factor (the engine's streams and lanes, the panel loop, checks,
+// graphs, the Q operations); backend and peers (the public API).
 mod backend;
 mod bench;
-mod blocked;
 mod compile;
-mod engine;
+mod device;
 mod error;
 mod factor;
 #[cfg(test)]
 mod golden;
-mod graph;
 mod kernels;
-mod launch;
-mod module_cache;
-mod nvrtc;
 pub mod peers;
 mod plan;
-mod probe;
-mod ptx_cache;
-mod q;
 mod tuning;
-mod workspace;
 
 pub use backend::{
     DeviceFactorization, ExternalStream, GpuBackend, Planner, RAW_ALIGN, RawBuffer, RawFactors,
 };
-pub use compile::compile_plans;
+pub use device::probe::{DeviceInfo, probe, probe_device};
 pub use error::GpuError;
+pub use plan::modules::compile_plans;
 pub use plan::{
     Blocked, Meeting, Panel, Plan, Route, Schedule, SmemGeometry, Strategy, TensorUpdate, Update,
     panel_fit_rows, plan, smem_fit_n,
 };
-pub use probe::{DeviceInfo, probe, probe_device};
 pub use tuning::Tuning;
 
 /// cudarc, re-exported so that callers of the device-resident API name the

@@ -226,7 +226,7 @@ pub struct Tuning {
     /// argument, not measured.
     pub tensor_l2_hints_min_l2: u32,
     /// `orgqr` / `ormqr`: the largest cluster of blocks that may hold one
-    /// 32-column tile of the result on chip (`q.rs`, `OnChip`: the fewest
+    /// 32-column tile of the result on chip (`factor/q.rs`, `OnChip`: the fewest
     /// blocks whose shared memory holds the tile); orders needing more
     /// take one tensor-core update per block over the whole result; 0:
     /// never on chip. 8, the portable cluster limit: on the H100 orgqr's

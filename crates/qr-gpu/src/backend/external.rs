@@ -16,9 +16,9 @@ use cudarc::driver::sys::{CUevent_wait_flags, CUstream};
 use qr_core::{ApplyQ, QrError, Shape};
 
 use super::{GpuBackend, check_at_least};
-use crate::bench::Operands;
 use crate::error::DriverContext;
-use crate::q::{QOp, QOperands};
+use crate::factor::Operands;
+use crate::factor::q::{QOp, QOperands};
 
 /// Alignment asked of every caller-owned buffer: what `cudaMalloc` and the
 /// frameworks' caching allocators return, and what the kernels' vector

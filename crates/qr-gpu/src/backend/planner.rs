@@ -5,10 +5,10 @@
 
 use qr_core::{Operation, QrError, Shape};
 
+use crate::device::probe::DeviceInfo;
+use crate::factor::q::OnChip;
 use crate::kernels::trailing_tc::q as qk;
 use crate::plan::{self, Plan, Route, Strategy, Update};
-use crate::probe::DeviceInfo;
-use crate::q::OnChip;
 use crate::tuning::Tuning;
 
 /// The planner of one device, tuning and forced strategy.

@@ -8,12 +8,12 @@ use qr_core::{QrError, Shape};
 use sha2::{Digest, Sha256};
 
 use super::{REWRITE_PLANS, hex};
-use crate::compile::modules;
-use crate::compile::tests::SHAPES;
+use crate::device::probe::DeviceInfo;
 use crate::kernels::KernelSource;
 use crate::kernels::trailing_tc::{self, q as qk};
+use crate::plan::modules::modules;
+use crate::plan::modules::tests::SHAPES;
 use crate::plan::{Blocked, Plan, Route};
-use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
 /// The devices planned for: every modelled board (sm_80 to sm_120, the
@@ -135,7 +135,7 @@ impl Module {
     }
 }
 
-/// The modules `plan`'s geqrf launches load (`compile::modules`).
+/// The modules `plan`'s geqrf launches load (`plan::modules`).
 fn geqrf_modules(plan: &Plan) -> Vec<Module> {
     modules(plan)
         .into_iter()
@@ -237,7 +237,7 @@ pub(super) fn manifest() -> Manifest {
     let list: Vec<String> = shapes.iter().map(|(b, n)| format!("{b}x{n}")).collect();
     let _ = writeln!(text, "# shapes (batch x n): {}", list.join(" "));
     for d in &devices {
-        let target = crate::nvrtc::options(&[], d.compute_capability).join(" ");
+        let target = crate::compile::nvrtc::options(&[], d.compute_capability).join(" ");
         let _ = write!(text, "\n[device {}]\n{d}\nnvrtc target: {target}\n", d.name);
         for &(b, n) in &shapes {
             let shape = Shape::new(b, n).expect("a valid shape");
@@ -253,7 +253,7 @@ pub(super) fn manifest() -> Manifest {
                     }
                     Op::Orgqr | Op::Ormqr => {
                         let ormqr = matches!(op, Op::Ormqr);
-                        let on_chip = crate::q::OnChip::choose(n, d, &tuning, ormqr).0;
+                        let on_chip = crate::factor::q::OnChip::choose(n, d, &tuning, ormqr).0;
                         let how = match on_chip {
                             Some(1) => "on chip, one block a tile".to_string(),
                             Some(c) => format!("on chip, a cluster of {c} blocks a tile"),
@@ -274,7 +274,7 @@ pub(super) fn manifest() -> Manifest {
                             .unwrap_or_default()
                     }
                     Op::Qr => {
-                        let on_chip = crate::q::OnChip::choose(n, d, &tuning, false).0;
+                        let on_chip = crate::factor::q::OnChip::choose(n, d, &tuning, false).0;
                         let mut plans = vec![("plan", &geqrf)];
                         if on_chip.is_some() {
                             let _ = writeln!(text, "blocks applied: on chip");

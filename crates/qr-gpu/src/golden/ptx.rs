@@ -8,7 +8,7 @@ use sha2::{Digest, Sha256};
 
 use super::manifest::{Module, manifest};
 use super::{REWRITE_PTX, hex};
-use crate::ptx_cache::PtxCache;
+use crate::compile::ptx_cache::PtxCache;
 
 /// The architectures every module's PTX is digested for beside those of
 /// the devices that load it: the Hopper parts' and the B200's.
@@ -46,7 +46,7 @@ const PTX_TRIES: usize = 8;
 /// is one of them), or `None` to write (each module's most frequent line
 /// of three compiles).
 pub(super) fn ptx_manifest(expected: Option<&BTreeSet<String>>) -> String {
-    crate::probe::check_nvrtc().expect("libnvrtc");
+    crate::device::probe::check_nvrtc().expect("libnvrtc");
     let m = manifest();
     let jobs: Vec<((i32, i32), &String, &Module)> = m
         .modules
@@ -62,8 +62,13 @@ pub(super) fn ptx_manifest(expected: Option<&BTreeSet<String>>) -> String {
         .par_iter()
         .map(|&(arch, name, x)| {
             let once = || {
-                let ptx = crate::nvrtc::compile_into(x.src, &x.defines, arch, &PtxCache::at(None))
-                    .unwrap_or_else(|e| panic!("{name} for compute_{}{}: {e}", arch.0, arch.1));
+                let ptx = crate::compile::nvrtc::compile_into(
+                    x.src,
+                    &x.defines,
+                    arch,
+                    &PtxCache::at(None),
+                )
+                .unwrap_or_else(|e| panic!("{name} for compute_{}{}: {e}", arch.0, arch.1));
                 let text = ptx.to_src();
                 let digest = hex(&Sha256::digest(text.as_bytes()));
                 let line = format!(

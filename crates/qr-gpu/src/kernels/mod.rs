@@ -11,7 +11,7 @@ pub(crate) mod smem;
 pub(crate) mod trailing_tc;
 pub(crate) mod util;
 
-pub(crate) use crate::nvrtc::KernelSource;
+pub(crate) use crate::compile::nvrtc::KernelSource;
 
 /// Every family, for the source checks.
 #[cfg(test)]

@@ -6,11 +6,12 @@ use std::sync::{Arc, Mutex, PoisonError};
 use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, QrError, Shape};
 
 use super::host_round_trip;
-use crate::bench::{self, Operands};
-use crate::engine::Engine;
+use crate::bench;
+use crate::device::workspace::Buf;
 use crate::error::{DriverContext, blas};
+use crate::factor::Operands;
+use crate::factor::engine::Engine;
 use crate::kernels::util;
-use crate::workspace::Buf;
 
 /// `cublasSgeqrfBatched` over the whole batch (name `"cublas-batched"`).
 #[derive(Debug)]

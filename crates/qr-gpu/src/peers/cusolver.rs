@@ -7,12 +7,13 @@ use cudarc::cusolver::DnHandle;
 use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, QrError, Shape};
 
 use super::host_round_trip;
-use crate::bench::{self, Operands};
-use crate::engine::Engine;
+use crate::bench;
+use crate::device::probe;
+use crate::device::workspace::Buf;
 use crate::error::solver;
+use crate::factor::Operands;
+use crate::factor::engine::Engine;
 use crate::kernels::util;
-use crate::probe;
-use crate::workspace::Buf;
 
 /// `cusolverDnSgeqrf` looped over the batch (name `"cusolver"`).
 #[derive(Debug)]

@@ -13,9 +13,9 @@ use std::sync::Arc;
 
 use qr_core::{BatchMut, BatchRef, Info, QrError};
 
-use crate::bench::Operands;
-use crate::engine::Engine;
 use crate::error::DriverContext;
+use crate::factor::Operands;
+use crate::factor::engine::Engine;
 
 /// Host round trip shared by the backend and its peers: upload, `run` on
 /// device pointers, download. The copies hold the engine's queueing lock;

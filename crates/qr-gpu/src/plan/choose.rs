@@ -6,8 +6,8 @@ use qr_core::{QrError, Shape};
 use super::fit::{has_clusters, panel_fit_rows, smem_fit_n};
 use super::smem_layout::smem_layout;
 use super::{Blocked, Meeting, Panel, Plan, Route, Schedule, Strategy, TensorUpdate, Update};
+use crate::device::probe::DeviceInfo;
 use crate::kernels::{panel, trailing_tc};
-use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
 /// Cluster size for `shape` on `device`: the largest power of two up to

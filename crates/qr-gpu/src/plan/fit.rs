@@ -3,8 +3,8 @@
 //! limits and the GPU tests take their edge shapes from them, so both read
 //! them from one place.
 
+use crate::device::probe::DeviceInfo;
 use crate::kernels::{panel, smem};
-use crate::probe::DeviceInfo;
 
 /// Static shared memory of the kernels, kept free of the dynamic allocation
 /// (the panel kernel's reduction scratch and T; an upper bound checked

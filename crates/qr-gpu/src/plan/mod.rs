@@ -16,6 +16,7 @@ pub use crate::kernels::smem::Geometry as SmemGeometry;
 
 mod choose;
 mod fit;
+pub(crate) mod modules;
 mod smem_layout;
 #[cfg(test)]
 mod tests;

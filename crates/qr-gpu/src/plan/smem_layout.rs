@@ -1,8 +1,8 @@
 //! The `smem` strategy's block shape and kernel for one matrix order: kept
 //! apart from the strategy choice, which only needs the layout's result.
 
+use crate::device::probe::DeviceInfo;
 use crate::kernels::smem::{self, Geometry};
-use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
 /// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the

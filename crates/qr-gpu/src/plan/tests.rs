@@ -1,6 +1,6 @@
 use super::smem_layout::smem_registers;
 use super::*;
-use crate::probe::DeviceInfo;
+use crate::device::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
 fn h200() -> DeviceInfo {

@@ -6,8 +6,8 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
+use crate::device::launch::Launch;
 use crate::error::DriverContext;
-use crate::launch::Launch;
 
 const FACTOR: &str = "panel_factor_f32";
 

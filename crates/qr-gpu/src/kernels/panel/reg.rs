@@ -6,9 +6,9 @@ use cudarc::driver::{CudaFunction, CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::PanelBuffers;
+use crate::device::launch::Launch;
 use crate::error::GpuError;
 use crate::kernels::{KernelSource, grid_dim};
-use crate::launch::Launch;
 
 const FACTOR: &str = "panelreg_factor_f32";
 

@@ -4,8 +4,8 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
 use super::{KernelSource, grid_dim};
+use crate::device::launch::Launch;
 use crate::error::DriverContext;
-use crate::launch::Launch;
 
 const ONE_BARRIER: &str = "smem_onebarrier_f32";
 const REGISTERS: &str = "smem_registers_f32";

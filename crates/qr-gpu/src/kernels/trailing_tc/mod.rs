@@ -7,8 +7,8 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::QrError;
 
 use super::{KernelSource, grid_dim};
+use crate::device::launch::Launch;
 use crate::error::DriverContext;
-use crate::launch::Launch;
 
 const APPLY: &str = "trailing_tc_apply_f32";
 

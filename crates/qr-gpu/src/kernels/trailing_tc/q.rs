@@ -28,9 +28,9 @@
 use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
+use crate::device::launch::Launch;
 use crate::error::DriverContext;
 use crate::kernels::{KernelSource, grid_dim};
-use crate::launch::Launch;
 
 const PREPARE: &str = "q_prepare_f32";
 const FINISH: &str = "q_finish_f32";

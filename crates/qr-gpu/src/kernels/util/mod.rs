@@ -5,8 +5,8 @@ use cudarc::driver::{CudaStream, LaunchConfig, PushKernelArg};
 use qr_core::{QrError, Shape};
 
 use super::{KernelSource, grid_dim};
+use crate::device::launch::Launch;
 use crate::error::DriverContext;
-use crate::launch::Launch;
 
 const NONFINITE: &str = "util_nonfinite_f32";
 const OVERFLOW: &str = "util_overflow_f32";

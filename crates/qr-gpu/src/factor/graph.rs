@@ -25,8 +25,8 @@ use cudarc::driver::sys::{self, CUstreamCaptureMode};
 use cudarc::driver::{CudaStream, result};
 use qr_core::QrError;
 
-use crate::engine::Lane;
 use crate::error::DriverContext;
+use crate::factor::engine::Lane;
 use crate::plan::Plan;
 
 /// Most keys remembered at once (the least recently used is dropped first):

@@ -5,9 +5,9 @@
 use qr_core::QrError;
 use rayon::prelude::*;
 
+use crate::compile::ptx_cache::PtxCache;
 use crate::kernels::{KernelSource, panel, trailing_tc, util};
 use crate::plan::{Blocked, Plan, Update};
-use crate::ptx_cache::PtxCache;
 
 /// One kernel module: a family and its `-D` defines.
 type Module = (&'static KernelSource, Vec<(String, String)>);
@@ -116,7 +116,7 @@ fn static_smem_bound(family: &str, defines: &[(String, String)]) -> Option<usize
 /// GPU. Every module NVRTC rejects or that breaks its bound is reported,
 /// with the reason, in one error.
 pub fn compile_plans(plans: &[Plan], arch: (i32, i32)) -> Result<Vec<String>, QrError> {
-    crate::probe::check_nvrtc()?;
+    crate::device::probe::check_nvrtc()?;
     let jobs = unique_modules(plans);
     let (mut compiled, failed) = on_every_core(&jobs, |(src, d)| check_module(src, d, arch));
     if !failed.is_empty() {
@@ -136,10 +136,10 @@ pub(crate) fn warm(plans: &[Plan], arch: (i32, i32), cache: &PtxCache) -> Result
     if !cache.is_on() {
         return Ok(0);
     }
-    crate::probe::check_nvrtc()?;
+    crate::device::probe::check_nvrtc()?;
     let jobs = unique_modules(plans);
     let (fresh, failed) = on_every_core(&jobs, |(src, d)| {
-        crate::nvrtc::compile_cached(src, d, arch, cache)
+        crate::compile::nvrtc::compile_cached(src, d, arch, cache)
             .map(|(_, cached)| !cached)
             .map_err(|e| e.to_string())
     });
@@ -195,7 +195,8 @@ fn check_module(
     defines: &[(String, String)],
     arch: (i32, i32),
 ) -> Result<String, String> {
-    let log = crate::nvrtc::compile_machine_code(src, defines, arch).map_err(|e| e.to_string())?;
+    let log = crate::compile::nvrtc::compile_machine_code(src, defines, arch)
+        .map_err(|e| e.to_string())?;
     let d: Vec<String> = defines.iter().map(|(k, v)| format!("{k}={v}")).collect();
     let name = if d.is_empty() {
         src.family.to_string()
@@ -230,7 +231,7 @@ pub(crate) mod tests {
     use qr_core::Shape;
 
     use super::*;
-    use crate::probe::DeviceInfo;
+    use crate::device::probe::DeviceInfo;
     use crate::tuning::Tuning;
 
     /// One modelled board per compute capability: A100 (sm_80), RTX A6000
@@ -375,7 +376,7 @@ ptxas info    : Used 32 registers, used 0 barriers
     #[test]
     #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
     fn nvrtc_q_kernels_compile_from_sm80_to_sm120() {
-        crate::probe::check_nvrtc().expect("libnvrtc");
+        crate::device::probe::check_nvrtc().expect("libnvrtc");
         for d in devices() {
             // Clusters of blocks from sm_90 on.
             let clusters: &[u32] = if crate::plan::has_clusters(&d) {
@@ -402,7 +403,7 @@ ptxas info    : Used 32 registers, used 0 barriers
     #[test]
     #[ignore = "needs libnvrtc (CUDA 13): cargo test -p qr-gpu -- --ignored nvrtc_"]
     fn nvrtc_ptx_cache_returns_what_nvrtc_compiled() {
-        crate::probe::check_nvrtc().expect("libnvrtc");
+        crate::device::probe::check_nvrtc().expect("libnvrtc");
         let d = &devices()[3];
         let t = Tuning::default();
         let plans: Vec<Plan> = SHAPES
@@ -417,7 +418,8 @@ ptxas info    : Used 32 registers, used 0 barriers
             let start = std::time::Instant::now();
             let mut these = Vec::new();
             for (src, def) in &mods {
-                let (ptx, cached) = crate::nvrtc::compile_cached(src, def, (9, 0), &cache).unwrap();
+                let (ptx, cached) =
+                    crate::compile::nvrtc::compile_cached(src, def, (9, 0), &cache).unwrap();
                 assert_eq!(cached, from_cache, "{}", src.family);
                 these.push(ptx.to_src());
             }
@@ -452,11 +454,12 @@ ptxas info    : Used 32 registers, used 0 barriers
         // text comes too (64 tries: a miss about once in 1,300 runs, where
         // 8 missed once in 25) or the test fails.
         for ((src, def), alone) in mods.iter().zip(&texts[0]) {
-            let (ptx, cached) = crate::nvrtc::compile_cached(src, def, (9, 0), &empty).unwrap();
+            let (ptx, cached) =
+                crate::compile::nvrtc::compile_cached(src, def, (9, 0), &empty).unwrap();
             let warmed = ptx.to_src();
             let same = warmed == *alone
                 || (0..64).any(|_| {
-                    crate::nvrtc::compile_into(src, def, (9, 0), &PtxCache::at(None))
+                    crate::compile::nvrtc::compile_into(src, def, (9, 0), &PtxCache::at(None))
                         .unwrap()
                         .to_src()
                         == warmed
@@ -483,7 +486,7 @@ ptxas info    : Used 32 registers, used 0 barriers
         assert_eq!(warm(&plans, (9, 0), &cache).unwrap(), 0);
         for (src, def) in &mods {
             assert!(
-                crate::nvrtc::compile_cached(src, def, (9, 0), &cache)
+                crate::compile::nvrtc::compile_cached(src, def, (9, 0), &cache)
                     .unwrap()
                     .1
             );

@@ -24,11 +24,11 @@
 use cudarc::driver::CudaStream;
 use qr_core::{ApplyQ, QrError, Shape, Side, Transpose};
 
-use crate::engine::Engine;
+use crate::device::probe::DeviceInfo;
+use crate::factor::engine::Engine;
 use crate::kernels::trailing_tc;
 use crate::kernels::trailing_tc::q::{self, Apply, NB, Prepare};
 use crate::plan::{TensorUpdate, Update};
-use crate::probe::DeviceInfo;
 use crate::tuning::Tuning;
 
 /// Most floats of V the workspace holds at once: batches whose every

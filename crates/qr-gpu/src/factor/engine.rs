@@ -9,13 +9,13 @@ use cudarc::driver::sys::CUevent_flags;
 use cudarc::driver::{CudaContext, CudaEvent, CudaStream};
 use qr_core::QrError;
 
+use crate::compile::module_cache::ModuleCache;
+use crate::compile::ptx_cache::PtxCache;
+use crate::device::launch::Launch;
+use crate::device::probe::{self, DeviceInfo};
+use crate::device::workspace::{Staging, Workspace};
 use crate::error::{DriverContext, blas};
-use crate::graph::Graphs;
-use crate::launch::Launch;
-use crate::module_cache::ModuleCache;
-use crate::probe::{self, DeviceInfo};
-use crate::ptx_cache::PtxCache;
-use crate::workspace::{Staging, Workspace};
+use crate::factor::graph::Graphs;
 
 /// A second stream and the two events that order it against the main one
 /// (each event is recorded again only after the wait on it is queued).

@@ -8,11 +8,11 @@ use std::sync::Arc;
 use cudarc::driver::{CudaContext, CudaFunction, CudaStream};
 use qr_core::QrError;
 
+use crate::compile::module_cache::ModuleCache;
+use crate::compile::nvrtc::KernelSource;
+use crate::compile::ptx_cache::PtxCache;
+use crate::device::probe::DeviceInfo;
 use crate::error::DriverContext;
-use crate::module_cache::ModuleCache;
-use crate::nvrtc::KernelSource;
-use crate::probe::DeviceInfo;
-use crate::ptx_cache::PtxCache;
 
 /// The launch context of one device.
 #[derive(Debug)]

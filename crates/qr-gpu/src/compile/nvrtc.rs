@@ -3,8 +3,8 @@
 
 use cudarc::nvrtc::{CompileError, CompileOptions, Ptx, compile_ptx_with_opts};
 
+use crate::compile::ptx_cache::{Key, PtxCache};
 use crate::error::GpuError;
-use crate::ptx_cache::{Key, PtxCache};
 
 /// One embedded kernel family.
 #[derive(Debug)]

@@ -1,16 +1,31 @@
 //! The device-resident factorization: every step queued on the engine's
 //! stream, no host synchronization.
 
+pub(crate) mod blocked;
+pub(crate) mod engine;
+pub(crate) mod graph;
+pub(crate) mod q;
+
 use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
-use crate::bench::Operands;
-use crate::blocked;
-use crate::engine::{Engine, Lane};
-use crate::graph;
+use crate::device::launch::Launch;
+use crate::factor::engine::{Engine, Lane};
 use crate::kernels::{smem, util};
-use crate::launch::Launch;
 use crate::plan::{Blocked, MAX_LANES, Plan, Route, SmemGeometry};
+
+/// Device pointers of one factorization's operands.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Operands {
+    /// Input batch.
+    pub a: u64,
+    /// H.
+    pub h: u64,
+    /// tau.
+    pub tau: u64,
+    /// info.
+    pub info: u64,
+}
 
 /// Factors the batch at `ops.a` into `ops.h`, `ops.tau` and `ops.info`
 /// (device pointers of `shape`'s lengths) as `plan` says: as one CUDA graph

@@ -7,10 +7,10 @@ use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::driver::{CudaContext, CudaFunction, CudaModule};
 
+use crate::compile::nvrtc;
+use crate::compile::nvrtc::KernelSource;
+use crate::compile::ptx_cache::PtxCache;
 use crate::error::{DriverContext, GpuError};
-use crate::nvrtc;
-use crate::nvrtc::KernelSource;
-use crate::ptx_cache::PtxCache;
 
 /// What identifies one compiled module.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -60,7 +60,7 @@ impl ModuleCache {
         if !src.entries.contains(&entry) || names != src.defines {
             return Err(GpuError::Compile {
                 family: src.family,
-                options: crate::nvrtc::options(defines, arch),
+                options: crate::compile::nvrtc::options(defines, arch),
                 log: format!(
                     "launcher asked for `{entry}` with defines {names:?}; the source has {:?} and checks {:?}",
                     src.entries, src.defines

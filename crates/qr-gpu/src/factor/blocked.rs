@@ -10,9 +10,9 @@ use cudarc::cublas::sys::cublasOperation_t as Op;
 use cudarc::driver::{CudaFunction, CudaStream};
 use qr_core::{QrError, Shape};
 
-use crate::bench::Operands;
-use crate::engine::{Engine, Lane};
 use crate::error::blas;
+use crate::factor::Operands;
+use crate::factor::engine::{Engine, Lane};
 use crate::kernels::panel::reg as panelreg;
 use crate::kernels::panel::{self, Meeting, NB, PanelBuffers};
 use crate::kernels::trailing_tc;
