@@ -4,7 +4,7 @@
 
 use clap::Args;
 use qr_core::Shape;
-use qr_gpu::{DeviceInfo, GpuBackend, Planner, Route, Tuning};
+use qr_gpu::{DeviceInfo, GpuBackend, Planner, Tuning};
 
 use crate::error::{CliError, Outcome};
 use crate::select::parse_strategy;
@@ -58,18 +58,6 @@ fn model(name: &str) -> Result<DeviceInfo, CliError> {
     }
 }
 
-/// The plan's parameters, every field by name, for geqrf (`Display` leaves
-/// some out).
-fn route(planner: &Planner<'_>, shape: Shape) -> Result<String, CliError> {
-    Ok(match planner.plan(shape)?.route {
-        Route::Small(g) => format!("{g:?}"),
-        Route::Blocked(b) => format!(
-            "meeting {:?}; panel {:?}; update {:?}; schedule {:?}",
-            b.meeting, b.panel, b.update, b.schedule
-        ),
-    })
-}
-
 /// Runs `qr plan`. Without a device it prints the probe's reason and
 /// succeeds: having no GPU is an answer, not a failure of the command.
 pub fn run(args: &PlanArgs) -> Result<Outcome, CliError> {
@@ -100,8 +88,9 @@ pub fn run(args: &PlanArgs) -> Result<Outcome, CliError> {
 fn print(planner: &Planner<'_>, shape: Shape, op: OpArg) -> Result<(), CliError> {
     match op {
         OpArg::Geqrf => {
-            println!("plan for {shape}: {}", planner.plan(shape)?);
-            println!("launches: {}", route(planner, shape)?);
+            let plan = planner.plan(shape)?;
+            println!("plan for {shape}: {plan}");
+            println!("launches: {}", plan.parameters());
         }
         op => println!("{}", planner.describe_op(shape, op.operation())?),
     }

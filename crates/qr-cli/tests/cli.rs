@@ -251,7 +251,7 @@ fn plan_on_a_modelled_board_needs_no_device() {
         "{out}"
     );
     assert!(
-        out.contains("launches: meeting Alone; panel Registers"),
+        out.contains("launches: blocked: meeting Alone; panel Registers"),
         "{out}"
     );
     let o = qr(&[

@@ -18,7 +18,7 @@ use crate::factor::Operands;
 use crate::factor::engine::Engine;
 use crate::factor::q::{self as qops, QOp, QOperands};
 use crate::peers::host_round_trip;
-use crate::plan::{Plan, Strategy, Update};
+use crate::plan::{Plan, Strategy};
 use crate::tuning::Tuning;
 
 mod external;
@@ -258,16 +258,6 @@ impl GpuBackend {
         self.planner().describe_op(shape, op)
     }
 
-    /// How `orgqr` (or `ormqr`) applies the blocks for `shape`.
-    fn on_chip(&self, shape: Shape, ormqr: bool) -> qops::OnChip {
-        self.planner().on_chip(shape, ormqr)
-    }
-
-    /// The trailing update of [`GpuBackend::q_plan`].
-    fn q_update(&self, shape: Shape) -> Result<Update, QrError> {
-        self.planner().q_update(shape)
-    }
-
     /// Queues `orgqr` of the device reflectors `(h, tau)` of `shape` into
     /// `q` (`batch * n * n`) and `info` on [`GpuBackend::stream`]; returns
     /// without waiting.
@@ -374,9 +364,10 @@ impl GpuBackend {
             }
             return Ok(());
         }
-        let update = self.q_update(shape)?;
+        let planner = self.planner();
+        let update = planner.q_update(shape)?;
         let _queueing = self.engine.queueing();
-        let on_chip = self.on_chip(shape, matches!(op, QOp::Ormqr(..)));
+        let on_chip = planner.on_chip(shape, matches!(op, QOp::Ormqr(..)));
         qops::run(&self.engine, (on_chip, &update), shape, op, ops)
     }
 

@@ -138,9 +138,7 @@ pub(crate) fn factor(
     };
     let mut per_launch = MAX_MATS_PER_LAUNCH;
     if let (true, PanelKernel::Shared(f, _)) = (global, &kernel) {
-        engine
-            .launch()
-            .memset_u32(stream, buf.counters, 0, 2 * batch)?;
+        launch.memset_u32(stream, buf.counters, 0, 2 * batch)?;
         // The blocks of one matrix wait for each other, so all of a launch's
         // blocks must be resident at once.
         let per_sm = f

@@ -16,6 +16,7 @@ use crate::device::probe::{self, DeviceInfo};
 use crate::device::workspace::{Staging, Workspace};
 use crate::error::{DriverContext, blas};
 use crate::factor::graph::Graphs;
+use crate::plan::MAX_LANES;
 
 /// A second stream and the two events that order it against the main one
 /// (each event is recorded again only after the wait on it is queued).
@@ -46,8 +47,6 @@ fn wait_for(waiter: &CudaStream, other: &CudaStream, event: &CudaEvent) -> Resul
     waiter.wait(event).ctx("waiting on an event")?;
     Ok(())
 }
-
-use crate::plan::MAX_LANES;
 
 /// One set of streams a blocked factorization queues on, and its scratch:
 /// the main stream, a priority stream for the panels' chain and a
@@ -180,9 +179,9 @@ pub(crate) struct Engine {
     blas: CudaBlas,
     staging: Mutex<Staging>,
     graphs: Mutex<Graphs>,
-    /// Held while the engine queues work on its stream, so that a call
-    /// recording its sequence as a graph (graph.rs) never records another
-    /// thread's work with it.
+    /// Held while a call queues work on the engine's streams: calls share
+    /// lane 0's scratch, the capture lane and the staging buffers, and
+    /// queue in the order they take it.
     queueing: Mutex<()>,
 }
 
@@ -272,10 +271,9 @@ impl Engine {
         self.lanes[0].workspace()
     }
 
-    /// Exclusive use of the engine's stream for queueing: every path of the
-    /// backend that queues work on it holds this meanwhile. Work queued on
-    /// a stream being captured is recorded instead of run, so another
-    /// thread's copy or launch must never land inside a capture.
+    /// Exclusive use of the engine's streams and scratch for queueing:
+    /// every path of the backend that queues work on them holds this
+    /// meanwhile.
     pub(crate) fn queueing(&self) -> MutexGuard<'_, ()> {
         self.queueing.lock().unwrap_or_else(PoisonError::into_inner)
     }

@@ -6,13 +6,11 @@ pub(crate) mod engine;
 pub(crate) mod graph;
 pub(crate) mod q;
 
-use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
-use crate::device::launch::Launch;
 use crate::factor::engine::{Engine, Lane};
 use crate::kernels::{smem, util};
-use crate::plan::{Blocked, MAX_LANES, Plan, Route, SmemGeometry};
+use crate::plan::{Blocked, MAX_LANES, Plan, Route};
 
 /// Device pointers of one factorization's operands.
 #[derive(Clone, Copy, Debug)]
@@ -56,18 +54,19 @@ pub(crate) fn geqrf(
 /// Queues the factorization of `geqrf` launch by launch.
 fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<(), QrError> {
     let Operands { a, h, tau, info } = ops;
-    let b = match &plan.route {
-        Route::Small(g) => return small(engine.launch(), engine.stream(), shape, *g, ops),
-        Route::Blocked(b) => b,
-    };
+    let (launch, stream) = (engine.launch(), engine.stream());
     if shape.batch() == 0 {
         return Ok(());
     }
     if shape.n() == 0 {
-        return engine
-            .launch()
-            .memset_u32(engine.stream(), info, 0, shape.batch());
+        return launch.memset_u32(stream, info, 0, shape.batch());
     }
+    let b = match &plan.route {
+        // One launch: the kernel holds each whole matrix, flags and
+        // NaN-fills non-finite inputs and overflowed outputs, writes info.
+        Route::Small(g) => return smem::launch(launch, stream, (shape, *g), (a, h, tau, info)),
+        Route::Blocked(b) => b,
+    };
     let lanes = (b.schedule.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
     if lanes == 1 {
         return queue_blocked(engine, engine.lane(0), b, shape, ops);
@@ -107,26 +106,6 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         engine.lane(l).join_into(engine.stream())?;
     }
     queued
-}
-
-/// Queues an `smem` plan's factorization on `stream`: one launch, no
-/// scratch (the kernel holds each whole matrix, flags and NaN-fills
-/// non-finite inputs and overflowed outputs, and writes info).
-pub(crate) fn small(
-    launch: &Launch,
-    stream: &CudaStream,
-    shape: Shape,
-    geometry: SmemGeometry,
-    ops: Operands,
-) -> Result<(), QrError> {
-    let Operands { a, h, tau, info } = ops;
-    if shape.batch() == 0 {
-        return Ok(());
-    }
-    if shape.n() == 0 {
-        return launch.memset_u32(stream, info, 0, shape.batch());
-    }
-    smem::launch(launch, stream, (shape, geometry), (a, h, tau, info))
 }
 
 /// Queues the blocked factorization of `shape` on `lane`, its checks and

@@ -134,9 +134,7 @@ pub(crate) fn run(
         launch.memset_u32(stream, bad, 0, mats)?;
         if on_chip.is_none() {
             // No column is known to be zero: the update skips nothing.
-            engine
-                .launch()
-                .memset_u32(stream, zcol, i32::MAX as u32, mats)?;
+            launch.memset_u32(stream, zcol, i32::MAX as u32, mats)?;
         }
         let at = |base: u64, per_matrix: usize| base + (mat0 * per_matrix * 4) as u64;
         let (h, tau, out, info) = (

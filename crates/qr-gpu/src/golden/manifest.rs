@@ -11,9 +11,9 @@ use super::{REWRITE_PLANS, hex};
 use crate::device::probe::DeviceInfo;
 use crate::kernels::KernelSource;
 use crate::kernels::trailing_tc::{self, q as qk};
+use crate::plan::Plan;
 use crate::plan::modules::modules;
 use crate::plan::modules::tests::SHAPES;
-use crate::plan::{Blocked, Plan, Route};
 use crate::tuning::Tuning;
 
 /// The devices planned for: every modelled board (sm_80 to sm_120, the
@@ -174,28 +174,12 @@ fn q_modules(q: &Plan, on_chip: Option<u32>) -> Vec<Module> {
     out
 }
 
-/// The parameters of `p`'s route, every field by name (`Display` leaves
-/// some out; shape, strategy, `forced` and `reason` are in it).
-fn fields(p: &Plan) -> String {
-    match &p.route {
-        Route::Small(g) => format!("smem: {g:?}"),
-        Route::Blocked(Blocked {
-            meeting,
-            panel,
-            update,
-            schedule,
-        }) => format!(
-            "blocked: meeting {meeting:?}; panel {panel:?}; update {update:?}; schedule {schedule:?}"
-        ),
-    }
-}
-
 /// A plan's lines: its text and fields, or the planner's refusal.
 fn plan_lines(out: &mut String, label: &str, plan: &Result<Plan, QrError>) {
     match plan {
         Ok(p) => {
             let _ = writeln!(out, "{label}: {p}");
-            let _ = writeln!(out, "{label} {}", fields(p));
+            let _ = writeln!(out, "{label} {}", p.parameters());
         }
         Err(e) => {
             let _ = writeln!(out, "{label}: refused: {e}");

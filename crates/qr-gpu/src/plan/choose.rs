@@ -180,6 +180,7 @@ fn blocked(
             };
             (Meeting::Cluster(k), panel)
         }
+        // `plan` routes `Smem` to the whole-matrix kernel, never here.
         Strategy::Large | Strategy::Smem => {
             if !device.cooperative_launch {
                 return Err(QrError::Unsupported {

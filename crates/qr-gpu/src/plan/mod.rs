@@ -295,6 +295,24 @@ impl Plan {
         }
     }
 
+    /// Every launch parameter of the route, by name (`Display` says what
+    /// runs in words and leaves some out): `smem: ..` or `blocked: meeting
+    /// ..; panel ..; update ..; schedule ..`.
+    pub fn parameters(&self) -> String {
+        match &self.route {
+            Route::Small(g) => format!("smem: {g:?}"),
+            Route::Blocked(Blocked {
+                meeting,
+                panel,
+                update,
+                schedule,
+            }) => format!(
+                "blocked: meeting {meeting:?}; panel {panel:?}; update {update:?}; \
+                 schedule {schedule:?}"
+            ),
+        }
+    }
+
     /// The `-D` defines this plan compiles its kernels with.
     pub fn defines(&self) -> Vec<(String, String)> {
         self.kernel().1
