@@ -13,7 +13,8 @@
 # GPU test), smem.txt (the branch's CUDA pytest, the geqrf suite and
 # `qr_rs.bench` geqrf on the dense cases), peers.txt (the branch's peer
 # tests and `qr bench` beside both peers at 40 x 176), sweep.txt (main's
-# smem_warp_max_n rows).
+# smem_warp_max_n rows), ncu.txt (HBM bytes and kernel times: geqrf at
+# 640 x 512 and 60 x 1024, orgqr at 2 x 4096).
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 main=.devrun/${1:?usage: pending_call.sh MAIN SMEM PEERS}
@@ -37,4 +38,10 @@ for spec in 640,512,2,dense 60,1024,2,dense; do
         --csv "$main/qr" check --backend gpu --spec "$spec" >"/tmp/ncu_$spec.csv" 2>&1
     python3 tools/devrun/ncu_bytes.py "$spec" "/tmp/ncu_$spec.csv" >>"$out/ncu.txt" 2>&1
 done
+# orgqr at 2 x 4096 (issue 30's one shape over geqrf's time): each kernel's
+# time, the geqrf that makes its input first.
+left 40 && t timeout -k 5 $(cap 120) ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+    --launch-count 700 --csv "$main/qr" suite --backend gpu --set benchmarks --op orgqr --filter 2,4096 --max-inputs 1 \
+    >/tmp/ncu_orgqr.csv 2>&1
+python3 tools/devrun/ncu_bytes.py orgqr-2x4096 /tmp/ncu_orgqr.csv >>"$out/ncu.txt" 2>&1
 true
