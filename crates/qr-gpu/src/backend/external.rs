@@ -17,8 +17,8 @@ use qr_core::{ApplyQ, QrError, Shape};
 
 use super::{GpuBackend, check_at_least};
 use crate::error::DriverContext;
-use crate::factor::Operands;
 use crate::factor::q::{QOp, QOperands};
+use crate::factor::{self, Operands};
 
 /// Alignment asked of every caller-owned buffer: what `cudaMalloc` and the
 /// frameworks' caching allocators return, and what the kernels' vector
@@ -193,7 +193,18 @@ impl GpuBackend {
             tau: out.tau.ptr,
             info: out.info.ptr,
         };
-        self.ordered_with(stream, || self.run(shape, ops))
+        let plan = self.plan(shape)?;
+        // What needs no scratch (an smem plan's one launch) is queued on the
+        // caller's stream itself, with no event between two streams.
+        let launch = self.engine.launch();
+        // SAFETY: the stream is the caller's, of this context and alive for
+        // the call (ExternalStream::from_raw's contract); the wrapper does
+        // not destroy it.
+        let caller = unsafe { launch.context().wrap_borrowed_stream(stream.handle()) };
+        if factor::without_scratch(launch, &caller, &plan, shape, ops)?.is_none() {
+            return Ok(());
+        }
+        self.ordered_with(stream, || factor::geqrf(&self.engine, &plan, shape, ops))
     }
 
     /// [`GpuBackend::orgqr_device`] over caller-owned buffers, ordered on

@@ -6,8 +6,10 @@ pub(crate) mod engine;
 pub(crate) mod graph;
 pub(crate) mod q;
 
+use cudarc::driver::CudaStream;
 use qr_core::{QrError, Shape};
 
+use crate::device::launch::Launch;
 use crate::factor::engine::{Engine, Lane};
 use crate::kernels::{smem, util};
 use crate::plan::{Blocked, MAX_LANES, Plan, Route};
@@ -54,18 +56,8 @@ pub(crate) fn geqrf(
 /// Queues the factorization of `geqrf` launch by launch.
 fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<(), QrError> {
     let Operands { a, h, tau, info } = ops;
-    let (launch, stream) = (engine.launch(), engine.stream());
-    if shape.batch() == 0 {
+    let Some(b) = without_scratch(engine.launch(), engine.stream(), plan, shape, ops)? else {
         return Ok(());
-    }
-    if shape.n() == 0 {
-        return launch.memset_u32(stream, info, 0, shape.batch());
-    }
-    let b = match &plan.route {
-        // One launch: the kernel holds each whole matrix, flags and
-        // NaN-fills non-finite inputs and overflowed outputs, writes info.
-        Route::Small(g) => return smem::launch(launch, stream, (shape, *g), (a, h, tau, info)),
-        Route::Blocked(b) => b,
     };
     let lanes = (b.schedule.lanes as usize).clamp(1, MAX_LANES.min(shape.batch()));
     if lanes == 1 {
@@ -106,6 +98,35 @@ fn queue(engine: &Engine, plan: &Plan, shape: Shape, ops: Operands) -> Result<()
         engine.lane(l).join_into(engine.stream())?;
     }
     queued
+}
+
+/// Queues on `stream` itself what needs neither the engine's streams nor
+/// its scratch: an empty batch (only info) and an `smem` plan (one launch:
+/// the kernel holds each whole matrix, flags and NaN-fills non-finite
+/// inputs and overflowed outputs, writes info). Returns the blocked plan
+/// left to queue, if any.
+pub(crate) fn without_scratch<'p>(
+    launch: &Launch,
+    stream: &CudaStream,
+    plan: &'p Plan,
+    shape: Shape,
+    ops: Operands,
+) -> Result<Option<&'p Blocked>, QrError> {
+    let Operands { a, h, tau, info } = ops;
+    if shape.batch() == 0 {
+        return Ok(None);
+    }
+    if shape.n() == 0 {
+        launch.memset_u32(stream, info, 0, shape.batch())?;
+        return Ok(None);
+    }
+    match &plan.route {
+        Route::Small(g) => {
+            smem::launch(launch, stream, (shape, *g), (a, h, tau, info))?;
+            Ok(None)
+        }
+        Route::Blocked(b) => Ok(Some(b)),
+    }
 }
 
 /// Queues the blocked factorization of `shape` on `lane`, its checks and
