@@ -3,15 +3,13 @@
 use std::ffi::c_int;
 use std::sync::{Arc, Mutex, PoisonError};
 
-use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, QrError, Shape};
+use qr_core::{QrError, Shape};
 
-use super::host_round_trip;
-use crate::bench;
+use super::{column_major, peer_backend};
 use crate::device::workspace::Buf;
 use crate::error::{DriverContext, blas};
 use crate::factor::Operands;
 use crate::factor::engine::Engine;
-use crate::kernels::util;
 
 /// `cublasSgeqrfBatched` over the whole batch (name `"cublas-batched"`).
 #[derive(Debug)]
@@ -58,64 +56,40 @@ impl CublasBatchedBackend {
                 .ctx("uploading the pointer arrays")?;
             sc.built_for = Some(key);
         }
-        util::nonfinite(e.launch(), e.stream(), shape, ops.a, ops.info)?;
-        util::transpose(e.launch(), e.stream(), shape, ops.a, cm)?;
-        let mut host_info: c_int = 0;
-        // SAFETY: the pointer arrays hold `batch` device addresses of n*n
-        // column-major matrices and of n taus each; `host_info` is a live
-        // host int, as this routine's parameter check expects.
-        blas(
-            unsafe {
-                cudarc::cublas::sys::cublasSgeqrfBatched(
-                    e.blas_handle(),
-                    int(n)?,
-                    int(n)?,
-                    ptrs as *const *mut f32,
-                    int(n)?,
-                    (ptrs + (batch * 8) as u64) as *const *mut f32,
-                    &mut host_info,
-                    int(batch)?,
-                )
+        column_major(e, shape, ops, cm, || {
+            let mut host_info: c_int = 0;
+            // SAFETY: the pointer arrays hold `batch` device addresses of n*n
+            // column-major matrices and of n taus each; `host_info` is a live
+            // host int, as this routine's parameter check expects.
+            blas(
+                unsafe {
+                    cudarc::cublas::sys::cublasSgeqrfBatched(
+                        e.blas_handle(),
+                        int(n)?,
+                        int(n)?,
+                        ptrs as *const *mut f32,
+                        int(n)?,
+                        (ptrs + (batch * 8) as u64) as *const *mut f32,
+                        &mut host_info,
+                        int(batch)?,
+                    )
+                }
+                .result(),
+                "cublasSgeqrfBatched",
+            )?;
+            if host_info != 0 {
+                return Err(QrError::Backend {
+                    backend: "cublas-batched".into(),
+                    message: format!("cublasSgeqrfBatched rejected argument {}", -host_info),
+                });
             }
-            .result(),
-            "cublasSgeqrfBatched",
-        )?;
-        if host_info != 0 {
-            return Err(QrError::Backend {
-                backend: "cublas-batched".into(),
-                message: format!("cublasSgeqrfBatched rejected argument {}", -host_info),
-            });
-        }
-        util::transpose(e.launch(), e.stream(), shape, cm, ops.h)?;
-        util::nanfill(e.launch(), e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
-    }
-}
-
-impl Backend for CublasBatchedBackend {
-    fn name(&self) -> &str {
-        "cublas-batched"
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "cublas-batched: cublasSgeqrfBatched on {}",
-            self.engine.info()
-        )
-    }
-
-    fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
-        let shape = a.shape();
-        host_round_trip(&self.engine, a, out, &|ops| self.run(shape, ops))
-    }
-
-    fn bench(
-        &self,
-        shape: Shape,
-        inputs: &[&[f32]],
-        opts: &BenchOptions,
-    ) -> Result<BenchTiming, QrError> {
-        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| {
-            self.run(shape, ops)
+            Ok(())
         })
     }
 }
+
+peer_backend!(
+    CublasBatchedBackend,
+    "cublas-batched",
+    "cublasSgeqrfBatched"
+);

@@ -4,16 +4,14 @@ use std::ffi::c_int;
 use std::sync::{Arc, Mutex, PoisonError};
 
 use cudarc::cusolver::DnHandle;
-use qr_core::{Backend, BatchMut, BatchRef, BenchOptions, BenchTiming, QrError, Shape};
+use qr_core::{QrError, Shape};
 
-use super::host_round_trip;
-use crate::bench;
+use super::{column_major, peer_backend};
 use crate::device::probe;
 use crate::device::workspace::Buf;
 use crate::error::solver;
 use crate::factor::Operands;
 use crate::factor::engine::Engine;
-use crate::kernels::util;
 
 /// `cusolverDnSgeqrf` looped over the batch (name `"cusolver"`).
 #[derive(Debug)]
@@ -82,62 +80,34 @@ impl CusolverBackend {
         };
         let work = sc.work.ensure(s, lwork.max(1) as usize)?;
         let dinfo = sc.dev_info.ensure(s, 1)?;
-        util::nonfinite(e.launch(), e.stream(), shape, ops.a, ops.info)?;
-        util::transpose(e.launch(), e.stream(), shape, ops.a, cm)?;
-        for b in 0..shape.batch() {
-            let am = cm + (b * n * n * 4) as u64;
-            let tm = ops.tau + (b * n * 4) as u64;
-            // SAFETY: `am` is matrix b of the column-major copy (n*n floats),
-            // `tm` its n taus, `work` holds `lwork` floats and `dinfo` one
-            // int, all device memory queued on the handle's stream.
-            solver(
-                unsafe {
-                    cudarc::cusolver::sys::cusolverDnSgeqrf(
-                        self.handle.cu(),
-                        ni,
-                        ni,
-                        am as *mut f32,
-                        ni,
-                        tm as *mut f32,
-                        work as *mut f32,
-                        lwork,
-                        dinfo as *mut c_int,
-                    )
-                }
-                .result(),
-                "cusolverDnSgeqrf",
-            )?;
-        }
-        util::transpose(e.launch(), e.stream(), shape, cm, ops.h)?;
-        util::nanfill(e.launch(), e.stream(), shape, (ops.h, ops.tau), ops.info, 0)
-    }
-}
-
-impl Backend for CusolverBackend {
-    fn name(&self) -> &str {
-        "cusolver"
-    }
-
-    fn describe(&self) -> String {
-        format!(
-            "cusolver: cusolverDnSgeqrf per matrix on {}",
-            self.engine.info()
-        )
-    }
-
-    fn geqrf_into(&self, a: BatchRef<'_>, out: BatchMut<'_>) -> Result<(), QrError> {
-        let shape = a.shape();
-        host_round_trip(&self.engine, a, out, &|ops| self.run(shape, ops))
-    }
-
-    fn bench(
-        &self,
-        shape: Shape,
-        inputs: &[&[f32]],
-        opts: &BenchOptions,
-    ) -> Result<BenchTiming, QrError> {
-        bench::device_bench(&self.engine, shape, inputs, opts, &|ops| {
-            self.run(shape, ops)
+        column_major(e, shape, ops, cm, || {
+            for b in 0..shape.batch() {
+                let am = cm + (b * n * n * 4) as u64;
+                let tm = ops.tau + (b * n * 4) as u64;
+                // SAFETY: `am` is matrix b of the column-major copy (n*n floats),
+                // `tm` its n taus, `work` holds `lwork` floats and `dinfo` one
+                // int, all device memory queued on the handle's stream.
+                solver(
+                    unsafe {
+                        cudarc::cusolver::sys::cusolverDnSgeqrf(
+                            self.handle.cu(),
+                            ni,
+                            ni,
+                            am as *mut f32,
+                            ni,
+                            tm as *mut f32,
+                            work as *mut f32,
+                            lwork,
+                            dinfo as *mut c_int,
+                        )
+                    }
+                    .result(),
+                    "cusolverDnSgeqrf",
+                )?;
+            }
+            Ok(())
         })
     }
 }
+
+peer_backend!(CusolverBackend, "cusolver", "cusolverDnSgeqrf per matrix");

@@ -16,6 +16,65 @@ use qr_core::{BatchMut, BatchRef, Info, QrError};
 use crate::error::DriverContext;
 use crate::factor::Operands;
 use crate::factor::engine::Engine;
+use crate::kernels::util;
+
+/// `qr_core::Backend` for a peer whose `run(shape, ops)` queues its
+/// factorization of device operands on its engine's stream: the host API
+/// through `host_round_trip`, the bench through the device-event bench.
+macro_rules! peer_backend {
+    ($ty:ty, $name:literal, $what:literal) => {
+        impl qr_core::Backend for $ty {
+            fn name(&self) -> &str {
+                $name
+            }
+
+            fn describe(&self) -> String {
+                format!(concat!($name, ": ", $what, " on {}"), self.engine.info())
+            }
+
+            fn geqrf_into(
+                &self,
+                a: qr_core::BatchRef<'_>,
+                out: qr_core::BatchMut<'_>,
+            ) -> Result<(), qr_core::QrError> {
+                let shape = a.shape();
+                super::host_round_trip(&self.engine, a, out, &|ops| self.run(shape, ops))
+            }
+
+            fn bench(
+                &self,
+                shape: qr_core::Shape,
+                inputs: &[&[f32]],
+                opts: &qr_core::BenchOptions,
+            ) -> Result<qr_core::BenchTiming, qr_core::QrError> {
+                crate::bench::device_bench(&self.engine, shape, inputs, opts, &|ops| {
+                    self.run(shape, ops)
+                })
+            }
+        }
+    };
+}
+pub(crate) use peer_backend;
+
+/// Queues a column-major library's factorization of `ops` on `engine`'s
+/// stream: non-finite matrices flagged, the input transposed into `cm`
+/// (`shape.a_len()` floats), `solve` (in place on `cm`, taus into
+/// `ops.tau`), the result transposed into `ops.h`, non-finite matrices
+/// NaN-filled.
+pub(crate) fn column_major(
+    engine: &Engine,
+    shape: qr_core::Shape,
+    ops: Operands,
+    cm: u64,
+    solve: impl FnOnce() -> Result<(), QrError>,
+) -> Result<(), QrError> {
+    let (k, s) = (engine.launch(), engine.stream());
+    util::nonfinite(k, s, shape, ops.a, ops.info)?;
+    util::transpose(k, s, shape, ops.a, cm)?;
+    solve()?;
+    util::transpose(k, s, shape, cm, ops.h)?;
+    util::nanfill(k, s, shape, (ops.h, ops.tau), ops.info, 0)
+}
 
 /// Host round trip shared by the backend and its peers: upload, `run` on
 /// device pointers, download. The copies hold the engine's queueing lock;
