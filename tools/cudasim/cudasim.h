@@ -206,6 +206,12 @@ inline void __syncwarp(unsigned mask = 0xffffffffu) {
     sim_arrive(sim_block->warps[threadIdx.x / 32]);
 }
 inline void __syncthreads() { sim_arrive(sim_block->bar); }
+// Blocks run one at a time on the host: an atomic is a plain update.
+inline int atomicMax(int* a, int v) {
+    const int old = *a;
+    if (v > old) *a = v;
+    return old;
+}
 inline int __syncthreads_or(int pred) {
     // Two slots in turn: a slot is cleared a barrier before its next use.
     static int turn[1024];

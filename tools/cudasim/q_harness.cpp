@@ -50,7 +50,19 @@ int main(int argc, char** argv) {
     // Q's entries the kernels must write: start from garbage.
     if (op == 0)
         for (size_t i = 0; i < batch * out_len; ++i) out[i] = 1e30f;
-    std::vector<int> bad(batch, 0), cbad(batch, 0), zcol(batch, INT_MAX), info(batch, -1);
+    std::vector<int> bad(batch, 0), cbad(batch, 0), obad(batch, 0), zcol(batch, INT_MAX),
+        info(batch, -1);
+    // The finish as qr-gpu queues it: the result scanned in slices first
+    // (here 3) into obad, or (on chip here) each matrix in one block.
+    auto finish = [&](bool sliced, const int* cb) {
+        const unsigned slices = sliced ? 3u : 1u;
+        if (sliced)
+            sim_launch(q_scan_f32, sim_dim3{(unsigned)batch, slices, 1u}, 256u, (const float*)out,
+                       (long long)out_len, obad.data());
+        sim_launch(q_finish_f32, sim_dim3{(unsigned)batch, slices, 1u}, 256u, out,
+                   (long long)out_len, (const int*)bad.data(), cb,
+                   sliced ? (const int*)obad.data() : (const int*)nullptr, info.data());
+    };
     const unsigned tc_threads = 32 * TC_WARPS;
     auto update = [&](float* a2, long long stride, int lda, int ntrail, int kblk) {
         const int p = 32 * kblk, nrow = n - p, w = nrow < 32 ? nrow : 32;
@@ -66,8 +78,7 @@ int main(int argc, char** argv) {
                    v, vfl, t, (float*)nullptr, bad.data(), n, 0);
         sim_launch(q_apply_f32, (unsigned)(batch * kb), 256u, (const float*)v, vfl,
                    (const float*)t, out, (long long)n * n, n, n, n, 0);
-        sim_launch(q_finish_f32, (unsigned)batch, 256u, out, (long long)out_len,
-                   (const int*)bad.data(), (const int*)nullptr, info.data());
+        finish(false, nullptr);
     } else if (op == 0) {
         sim_launch(q_prepare_f32, (unsigned)(batch * kb), 256u, (const float*)h, (const float*)tau,
                    v, vfl, t, out, bad.data(), n, 1);
@@ -75,11 +86,10 @@ int main(int argc, char** argv) {
             const int p = 32 * kblk;
             if (n > p + 32) update(out + (size_t)p * n + p + 32, (long long)n * n, n, n - p - 32, kblk);
         }
-        sim_launch(q_finish_f32, (unsigned)batch, 256u, out, (long long)out_len,
-                   (const int*)bad.data(), (const int*)nullptr, info.data());
+        finish(true, nullptr);
     } else {
-        sim_launch(q_scan_f32, (unsigned)batch, 256u, (const float*)out, (long long)out_len,
-                   cbad.data());
+        sim_launch(q_scan_f32, sim_dim3{(unsigned)batch, 2u, 1u}, 256u, (const float*)out,
+                   (long long)out_len, cbad.data());
         const bool right = op >= 3;
         // Left: 1 Q C (reversed, backward), 2 Q^T C (forward). Right: C Q =
         // (Q^T C^T)^T, C Q^T = (Q C^T)^T.
@@ -106,8 +116,7 @@ int main(int argc, char** argv) {
             sim_launch(q_transpose_f32, sim_dim3{(unsigned)((k + 31) / 32), (unsigned)((n + 31) / 32),
                                                  (unsigned)batch},
                        256u, (const float*)ct, out, n, k);
-        sim_launch(q_finish_f32, (unsigned)batch, 256u, out, (long long)out_len,
-                   (const int*)bad.data(), (const int*)cbad.data(), info.data());
+        finish(!on_chip, (const int*)cbad.data());
     }
     std::ofstream o(argv[5], std::ios::binary);
     o.write(reinterpret_cast<const char*>(out), (std::streamsize)(batch * out_len * 4));

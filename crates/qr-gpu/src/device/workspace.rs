@@ -99,8 +99,8 @@ pub(crate) struct Workspace {
     pub qv: Buf<f32>,
     /// `orgqr` / `ormqr`: every block's T, 32 x 32 each.
     pub qt: Buf<f32>,
-    /// `orgqr` / `ormqr`: per matrix the reflectors' and C's non-finite
-    /// flags and the update's zero-column bound.
+    /// `orgqr` / `ormqr`: per matrix the reflectors', C's and the result's
+    /// non-finite flags and the update's zero-column bound.
     pub qflags: Buf<i32>,
     /// `ormqr` from the right: C transposed.
     pub qc: Buf<f32>,

@@ -128,10 +128,13 @@ pub(crate) fn run(
         let mats = per.min(batch - mat0);
         let v = ws.qv.ensure(stream, mats * q::v_floats(n))?;
         let t = ws.qt.ensure(stream, mats * q::blocks(n) * NB * NB)?;
-        // bad, cbad and the update's zero-column bounds, an int per matrix.
-        let flags = ws.qflags.ensure(stream, 3 * mats)?;
-        let (bad, cbad, zcol) = (flags, flags + 4 * mats as u64, flags + 8 * mats as u64);
-        launch.memset_u32(stream, bad, 0, mats)?;
+        // An int per matrix each: bad reflectors, a non-finite C (ormqr's
+        // input) and result (zeroed together), the update's zero-column
+        // bounds.
+        let flags = ws.qflags.ensure(stream, 4 * mats)?;
+        let word = |i: u64| flags + 4 * i * mats as u64;
+        let (bad, cbad, obad, zcol) = (word(0), word(1), word(2), word(3));
+        launch.memset_u32(stream, bad, 0, 3 * mats)?;
         if on_chip.is_none() {
             // No column is known to be zero: the update skips nothing.
             launch.memset_u32(stream, zcol, i32::MAX as u32, mats)?;
@@ -173,7 +176,7 @@ pub(crate) fn run(
                     cluster,
                     Apply::Form,
                 )?;
-                q::finish(launch, stream, (out, out_len), (bad, 0, info), mats)?;
+                q::finish(launch, stream, (out, out_len), (bad, 0, obad, info), mats)?;
             }
             QOp::Orgqr => {
                 q::prepare(launch, stream, prep(out), n, mats, true)?;
@@ -185,7 +188,7 @@ pub(crate) fn run(
                         blocks.update(engine, stream, update, kb, (a2, dims))?;
                     }
                 }
-                q::finish(launch, stream, (out, out_len), (bad, 0, info), mats)?;
+                q::finish(launch, stream, (out, out_len), (bad, 0, obad, info), mats)?;
             }
             QOp::Ormqr(apply, k) => {
                 q::scan(launch, stream, (out, out_len), cbad, mats)?;
@@ -235,7 +238,13 @@ pub(crate) fn run(
                 if apply.side == Side::Right {
                     q::transpose(launch, stream, (c, out), (n, k), mats)?;
                 }
-                q::finish(launch, stream, (out, out_len), (bad, cbad, info), mats)?;
+                q::finish(
+                    launch,
+                    stream,
+                    (out, out_len),
+                    (bad, cbad, obad, info),
+                    mats,
+                )?;
             }
         }
     }

@@ -143,41 +143,60 @@ extern "C" __global__ void __launch_bounds__(Q_THREADS)
     }
 }
 
-// Per matrix (blockIdx.x), after the updates: a matrix whose reflectors were
-// flagged (bad[m], from q_prepare_f32) gets info 1; one whose result `out`
-// (`len` floats per matrix) holds a non-finite value while its input was
-// finite (cbad, null for orgqr: a non-finite C of ormqr stays in its
-// product, as in LAPACK) gets info 2; both are filled with NaN. info, when
-// not null, is written for every matrix (qr passes null: its info is
-// geqrf's).
+// The half-open range of slice blockIdx.y (of gridDim.y) of a matrix's
+// `len` floats.
+__device__ __forceinline__ void q_slice(long long len, long long& lo, long long& hi) {
+    const long long per = (len + gridDim.y - 1) / gridDim.y;
+    lo = min(len, (long long)blockIdx.y * per);
+    hi = min(len, lo + per);
+}
+
+// After the updates, per matrix blockIdx.x and slice blockIdx.y of its
+// result `out` (`len` floats per matrix): a matrix whose reflectors were
+// flagged (bad[m], from q_prepare_f32) gets info 1; one whose result holds
+// a non-finite value while its input was finite (cbad, null for orgqr: a
+// non-finite C of ormqr stays in its product, as in LAPACK) gets info 2;
+// both are filled with NaN. Whether the result holds one is obad[m]
+// (q_scan_f32 of `out`, queued before), or with obad null, on a grid of
+// one slice per matrix, the block's own scan. info, when not null, is
+// written for every matrix (qr passes null: its info is geqrf's).
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
     q_finish_f32(float* __restrict__ out, long long len, const int* __restrict__ bad,
-                 const int* __restrict__ cbad, int* __restrict__ info) {
+                 const int* __restrict__ cbad, const int* __restrict__ obad,
+                 int* __restrict__ info) {
     const int m = blockIdx.x, tid = threadIdx.x;
     float* om = out + (long long)m * len;
+    long long lo, hi;
+    q_slice(len, lo, hi);
     int code = bad[m] ? 1 : 0;
+    // Uniform per block: every thread meets the barrier or none does.
     if (code == 0 && (cbad == nullptr || cbad[m] == 0)) {
-        bool nonfinite = false;
-        for (long long i = tid; i < len; i += Q_THREADS) nonfinite |= qr_nonfinite(om[i]);
-        if (__syncthreads_or(nonfinite)) code = 2;
+        if (obad != nullptr) {
+            code = obad[m] ? 2 : 0;
+        } else {
+            bool nonfinite = false;
+            for (long long i = tid; i < len; i += Q_THREADS) nonfinite |= qr_nonfinite(om[i]);
+            if (__syncthreads_or(nonfinite)) code = 2;
+        }
     }
     if (code != 0) {
         const float nan = qr_nan_f32();
-        for (long long i = tid; i < len; i += Q_THREADS) om[i] = nan;
+        for (long long i = lo + tid; i < hi; i += Q_THREADS) om[i] = nan;
     }
-    if (tid == 0 && info != nullptr) info[m] = code;
+    if (blockIdx.y == 0 && tid == 0 && info != nullptr) info[m] = code;
 }
 
-// cbad[m] = 1 where matrix m of c (`len` floats each, blockIdx.x) holds a
-// NaN or an infinity, else 0.
+// flag[m] = 1 where slice blockIdx.y of matrix blockIdx.x of c (`len` floats
+// each) holds a NaN or an infinity; the flags are zeroed first. Slices
+// spread a few large matrices over the whole device.
 extern "C" __global__ void __launch_bounds__(Q_THREADS)
-    q_scan_f32(const float* __restrict__ c, long long len, int* __restrict__ cbad) {
-    const int m = blockIdx.x, tid = threadIdx.x;
-    const float* cm = c + (long long)m * len;
+    q_scan_f32(const float* __restrict__ c, long long len, int* __restrict__ flag) {
+    const float* cm = c + (long long)blockIdx.x * len;
+    long long lo, hi;
+    q_slice(len, lo, hi);
     bool nonfinite = false;
-    for (long long i = tid; i < len; i += Q_THREADS) nonfinite |= qr_nonfinite(cm[i]);
-    const int any = __syncthreads_or(nonfinite);
-    if (tid == 0) cbad[m] = any ? 1 : 0;
+    for (long long i = lo + threadIdx.x; i < hi; i += Q_THREADS) nonfinite |= qr_nonfinite(cm[i]);
+    if (__syncthreads_or(nonfinite) && threadIdx.x == 0) atomicMax(flag + blockIdx.x, 1);
 }
 
 // dst[b] = src[b]^T for rows x cols matrices (dst is cols x rows). Grid:

@@ -10,8 +10,10 @@
 //!   `n - 32 k` rows of 32 (the layout trailing_tc reads); `t` holds
 //!   `blocks(n) * 1024` per matrix; `q` null except for `orgqr`; `bad` one
 //!   int per matrix, zeroed before.
-//! - `q_finish_f32(out, len, bad, cbad, info)`: grid `batch`.
-//! - `q_scan_f32(c, len, cbad)`: grid `batch`.
+//! - `q_finish_f32(out, len, bad, cbad, obad, info)`: grid `(batch,
+//!   slices)`; `obad` null only with one slice (the block scans itself).
+//! - `q_scan_f32(c, len, flag)`: grid `(batch, slices)`, `flag` zeroed
+//!   before.
 //! - `q_upper_f32(h, r, info, n)`: grid `(slices, batch)`.
 //! - `q_transpose_f32(src, dst, rows, cols)`: grid `(ceil(cols/32),
 //!   ceil(rows/32), batch)`, block 256.
@@ -30,7 +32,7 @@ use qr_core::{QrError, Shape};
 
 use crate::device::launch::Launch;
 use crate::error::DriverContext;
-use crate::kernels::{KernelSource, grid_dim};
+use crate::kernels::{KernelSource, grid_dim, util};
 
 const PREPARE: &str = "q_prepare_f32";
 const FINISH: &str = "q_finish_f32";
@@ -130,39 +132,59 @@ pub(crate) fn prepare(
 }
 
 /// `info` of `mats` results of `len` floats each at `out`, NaN-filling the
-/// failed ones (q.cu's `q_finish_f32`); `cbad` 0 for `orgqr`.
+/// failed ones (q.cu's `q_finish_f32`); `cbad` 0 for `orgqr`. Matrices
+/// long enough for several slices (`util::slices`) are scanned first by
+/// [`scan`] into `obad` (`mats` ints, zeroed by the caller), so that a few
+/// large results spread over the device; shorter ones are scanned by the
+/// finishing block itself, in one launch.
 pub(crate) fn finish(
     k: &Launch,
     stream: &CudaStream,
     (out, len): (u64, usize),
-    (bad, cbad, info): (u64, u64, u64),
+    (bad, cbad, obad, info): (u64, u64, u64, u64),
     mats: usize,
 ) -> Result<(), QrError> {
+    let slices = util::slices(mats, len, k.info().sm_count);
+    let obad = if slices > 1 {
+        scan(k, stream, (out, len), obad, mats)?;
+        obad
+    } else {
+        0
+    };
     let f = k.function(&SOURCE, &defines(1), FINISH)?;
-    let cfg = per_matrix(mats)?;
+    let cfg = sliced(mats, slices)?;
     let len = len as i64;
     let mut b = stream.launch_builder(&f);
-    b.arg(&out).arg(&len).arg(&bad).arg(&cbad).arg(&info);
-    // SAFETY: `out` holds mats * len floats, `bad` (and `cbad` and `info`
-    // when not null) mats ints; block m touches only matrix m's.
+    b.arg(&out)
+        .arg(&len)
+        .arg(&bad)
+        .arg(&cbad)
+        .arg(&obad)
+        .arg(&info);
+    // SAFETY: `out` holds mats * len floats, `bad` (and `cbad`, `obad` and
+    // `info` when not null) mats ints; block (m, s) writes only slice s of
+    // matrix m's result and, for s = 0, info[m]. With one slice a matrix
+    // (obad null) its block scans the whole result itself.
     unsafe { b.launch(cfg) }.ctx("launching q_finish_f32")?;
     Ok(())
 }
 
-/// `cbad[m]` = whether matrix `m` of `c` (`len` floats each) is not finite.
+/// `flag[m]` = 1 where matrix `m` of `c` (`len` floats each) is not
+/// finite; the `mats` flags are zeroed by the caller.
 pub(crate) fn scan(
     k: &Launch,
     stream: &CudaStream,
     (c, len): (u64, usize),
-    cbad: u64,
+    flag: u64,
     mats: usize,
 ) -> Result<(), QrError> {
     let f = k.function(&SOURCE, &defines(1), SCAN)?;
-    let cfg = per_matrix(mats)?;
+    let cfg = sliced(mats, util::slices(mats, len, k.info().sm_count))?;
     let len = len as i64;
     let mut b = stream.launch_builder(&f);
-    b.arg(&c).arg(&len).arg(&cbad);
-    // SAFETY: `c` holds mats * len floats and `cbad` mats ints.
+    b.arg(&c).arg(&len).arg(&flag);
+    // SAFETY: `c` holds mats * len floats and `flag` mats ints; block (m,
+    // s) reads slice s of matrix m and may raise flag[m] only.
     unsafe { b.launch(cfg) }.ctx("launching q_scan_f32")?;
     Ok(())
 }
@@ -310,9 +332,11 @@ pub(crate) fn apply(
     Ok(())
 }
 
-fn per_matrix(mats: usize) -> Result<LaunchConfig, QrError> {
+/// Matrices on x (whose limit is 2^31 - 1 rather than y's 65535), slices
+/// of each on y.
+fn sliced(mats: usize, slices: u32) -> Result<LaunchConfig, QrError> {
     Ok(LaunchConfig {
-        grid_dim: (grid_dim(mats)?, 1, 1),
+        grid_dim: (grid_dim(mats)?, slices, 1),
         block_dim: (THREADS, 1, 1),
         shared_mem_bytes: 0,
     })

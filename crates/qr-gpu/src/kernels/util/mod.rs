@@ -20,12 +20,12 @@ pub(crate) const SOURCE: KernelSource = KernelSource {
     defines: &[],
 };
 
-/// Slices per matrix of the scanning kernels: at most 64 Ki elements per
+/// Slices per matrix of the scanning kernels (here and Q's finish): at most 64 Ki elements per
 /// block (one block per matrix left 2 x 4096 scanning for 27 ms on an
 /// H200, docs/history/qr-gpu-sessions.md), and enough blocks for four per SM where the
 /// matrices allow 2 Ki elements or more per block (one block per matrix
 /// scanned 40 x 176 in 19 us, eight threads' loads in flight per SM).
-fn slices(batch: usize, len: usize, sm_count: u32) -> u32 {
+pub(crate) fn slices(batch: usize, len: usize, sm_count: u32) -> u32 {
     let fill = (4 * sm_count as usize)
         .div_ceil(batch.max(1))
         .min(len.div_ceil(2048));
