@@ -13,7 +13,7 @@
 # GPU test), smem.txt (the branch's CUDA pytest, the geqrf suite and
 # `qr_rs.bench` geqrf on the dense cases), peers.txt (the branch's peer
 # tests and `qr bench` beside both peers at 40 x 176), sweep.txt (main's
-# smem_warp_max_n rows), ncu.txt (HBM bytes and kernel times: orgqr at
+# smem_warp_min_batch_per_sm rows), ncu.txt (HBM bytes and kernel times: orgqr at
 # 2 x 4096, geqrf at 640 x 512 and 60 x 1024), ncu_q_apply.txt (ncu's full
 # details of orgqr's on-chip kernel at 2 x 4096).
 set -uo pipefail
@@ -42,7 +42,7 @@ left 60 && t timeout -k 5 $(cap 150) ncu --set full -k q_apply_f32 --launch-coun
     >"$out/ncu_q_apply.txt" 2>&1
 left 30 && QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 60) "$peers/gpu_tests" peer_ >>"$out/peers.txt" 2>&1
 left 30 && t timeout -k 5 $(cap 60) "$peers/qr" bench --backend gpu --shapes 40x176 --peers cusolver,cublas-batched >>"$out/peers.txt" 2>&1
-left 40 && t timeout -k 5 $(cap 90) "$main/bench_suite" --sweep --only smem_warp_max_n >"$out/sweep.txt" 2>&1
+left 40 && t timeout -k 5 $(cap 90) "$main/bench_suite" --sweep --only smem_warp_min_batch_per_sm >"$out/sweep.txt" 2>&1
 for spec in 640,512,2,dense 60,1024,2,dense; do
     left 60 && t timeout -k 5 $(cap 150) ncu --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
         --csv "$main/qr" check --backend gpu --spec "$spec" >"/tmp/ncu_$spec.csv" 2>&1

@@ -27,14 +27,14 @@ pub struct Tuning {
     /// (n = 96: 162.5 vs 149.8 us; 2.1x slower at n = 176), table "smem
     /// registers" (docs/history/qr-gpu-sessions.md).
     pub smem_register_max_rows: u32,
-    /// `smem` strategy: largest order (at most 32) factored by the kernel
-    /// with one warp per matrix, column c in lane c's registers and no block
-    /// barrier (`smem_warp_f32`); 0: never. 0: on the H100 (docs/PERF.md,
-    /// "Unmeasured and losing variants", sweep `smem warp`) it lost at
-    /// 20 x 32 (30.3 against 27.4 us) and won at 20 x 16 (14.3 against
-    /// 16.2) and 20000 x 32 (360 against 1218 us); its GPU test passed. A
-    /// rule by batch size needs more rows of that table.
-    pub smem_warp_max_n: usize,
+    /// `smem` strategy: orders up to 32 (the kernel's limit) are factored
+    /// by the kernel with one warp per matrix, column c in lane c's
+    /// registers and no block barrier (`smem_warp_f32`), in batches of at
+    /// least this many matrices per SM; `None`: never. 4: on the H100
+    /// (docs/PERF.md, `smem_warp_min_batch_per_sm`) at n = 32 it lost at
+    /// 20 and 132 matrices (30.1 against 27.1 us, 30.4 against 27.6) and won
+    /// from 528 on (31.2 against 40.1; 357.1 against 1217.8 at 20000).
+    pub smem_warp_min_batch_per_sm: Option<u32>,
     /// Block size of the shared-memory panel kernel on the `blocked` path
     /// (panels taller than the register kernel holds). Table "panel
     /// block size" (H200); 256 threads keep three 512-row panels per SM.
@@ -247,7 +247,7 @@ impl Default for Tuning {
             smem_tpc: [8, 4, 4],
             smem_max_n: 160,
             smem_register_max_rows: 8,
-            smem_warp_max_n: 0,
+            smem_warp_min_batch_per_sm: Some(4),
             blocked_panel_threads: 256,
             large_panel_threads: 256,
             large_rows_per_block: (64, 1024),

@@ -97,12 +97,12 @@ pub(super) fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // The warp kernel of orders up to 32 against the register
-    // kernel the planner takes without it, by batch: it lost at 20 x 32
-    // and won at 20000 x 32 on the H100 (docs/PERF.md, `smem_warp_max_n`).
-    for max_n in [0usize, 32] {
+    // The warp kernel of orders up to 32 against the block kernel, by
+    // batch: on the H100 it lost at 20 and 132 matrices of order 32 and
+    // won from 528 on (docs/PERF.md, `smem_warp_min_batch_per_sm`).
+    for (per_sm, label) in [(None, "never"), (Some(0), "always")] {
         let t = Tuning {
-            smem_warp_max_n: max_n,
+            smem_warp_min_batch_per_sm: per_sm,
             ..base.clone()
         };
         add(
@@ -111,13 +111,13 @@ pub(super) fn variants() -> Vec<Variant> {
                 "20,32,1,dense",
                 "20,16,1,dense",
                 "132,32,1,dense",
+                "264,32,1,dense",
                 "528,32,1,dense",
-                "640,32,1,dense",
                 "2112,32,1,dense",
                 "20000,32,1,dense",
             ],
-            "smem_warp_max_n",
-            format!("{max_n}"),
+            "smem_warp_min_batch_per_sm",
+            label.to_string(),
             None,
             &t,
         );

@@ -115,7 +115,7 @@ pub fn plan(
                     ),
                 });
             }
-            Route::Small(smem_layout(n, device, tuning))
+            Route::Small(smem_layout(shape, device, tuning))
         }
         _ => Route::Blocked(blocked(shape, strategy, device, tuning)?),
     };

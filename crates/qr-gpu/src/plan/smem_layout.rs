@@ -1,17 +1,24 @@
 //! The `smem` strategy's block shape and kernel for one matrix order: kept
 //! apart from the strategy choice, which only needs the layout's result.
 
+use qr_core::Shape;
+
 use crate::device::probe::DeviceInfo;
 use crate::kernels::smem::{self, Geometry};
 use crate::tuning::Tuning;
 
-/// The `smem` kernel's layout for order `n` (at most `smem_fit_n`): the
-/// warp kernel up to `tuning.smem_warp_max_n`, the register kernel while
+/// The `smem` kernel's layout for `shape` (order at most `smem_fit_n`): the
+/// warp kernel for orders it holds in batches of at least
+/// `tuning.smem_warp_min_batch_per_sm` matrices an SM, the register kernel while
 /// its rows per thread stay within `tuning.smem_register_max_rows`, else
 /// the matrix in shared memory, with the one-barrier kernel's
 /// conflict-free padding where it fits.
-pub(super) fn smem_layout(n: usize, device: &DeviceInfo, tuning: &Tuning) -> Geometry {
-    if n <= tuning.smem_warp_max_n.min(smem::WARP_MAX_N) {
+pub(super) fn smem_layout(shape: Shape, device: &DeviceInfo, tuning: &Tuning) -> Geometry {
+    let n = shape.n();
+    let many = tuning.smem_warp_min_batch_per_sm.is_some_and(|per_sm| {
+        shape.batch() as u64 >= u64::from(per_sm) * u64::from(device.sm_count)
+    });
+    if n <= smem::WARP_MAX_N && many {
         return Geometry {
             tpc: 1,
             threads: 32,

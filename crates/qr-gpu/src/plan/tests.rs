@@ -307,32 +307,35 @@ fn smem_register_blocks_fit_the_register_file() {
 }
 
 #[test]
-fn warp_kernel_up_to_its_order_and_whole_matrices_only() {
+fn warp_kernel_up_to_its_order_in_large_batches_only() {
     let d = h200();
-    let warp = |t: &Tuning, n| {
-        let p = plan(Shape::new(20, n).unwrap(), &d, t, None).unwrap();
+    let warp = |t: &Tuning, batch, n| {
+        let p = plan(Shape::new(batch, n).unwrap(), &d, t, None).unwrap();
         match p.route {
             Route::Small(g) => (g.warp, g.threads),
             Route::Blocked(_) => (false, view(&p).threads),
         }
     };
-    let off = Tuning::default();
-    assert_eq!(warp(&off, 32), (false, 256));
-    let on = Tuning {
-        smem_warp_max_n: 32,
-        ..Tuning::default()
-    };
-    assert_eq!(warp(&on, 1), (true, 32));
-    assert_eq!(warp(&on, 32), (true, 32));
-    assert!(!warp(&on, 33).0);
-    let p = plan(Shape::new(20, 32).unwrap(), &d, &on, None).unwrap();
+    let t = Tuning::default();
+    let many = 4 * d.sm_count as usize;
+    // Few matrices keep the block kernel, four an SM take the warp's.
+    assert_eq!(warp(&t, 20, 32), (false, 256));
+    assert_eq!(warp(&t, many - 1, 32), (false, 256));
+    assert_eq!(warp(&t, many, 1), (true, 32));
+    assert_eq!(warp(&t, many, 32), (true, 32));
+    assert!(!warp(&t, many, 33).0);
+    let p = plan(Shape::new(many, 32).unwrap(), &d, &t, None).unwrap();
     assert!(p.to_string().contains("one warp per matrix"));
-    // Past the kernel's order the knob is capped, not obeyed.
-    let wide = Tuning {
-        smem_warp_max_n: 64,
+    let never = Tuning {
+        smem_warp_min_batch_per_sm: None,
         ..Tuning::default()
     };
-    assert!(!warp(&wide, 48).0);
+    assert!(!warp(&never, 100 * many, 32).0);
+    let always = Tuning {
+        smem_warp_min_batch_per_sm: Some(0),
+        ..Tuning::default()
+    };
+    assert!(warp(&always, 1, 32).0);
 }
 
 #[test]

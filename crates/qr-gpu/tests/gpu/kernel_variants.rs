@@ -86,13 +86,13 @@ pub(crate) fn register_panel_halves(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     tiny_twice(&b, spec(2, 400, 1.0, Case::Dense), 3400, "halves")
 }
 
-/// The warp kernel (`Tuning::smem_warp_max_n`, off by default): orders 1
-/// to 32 on every distribution, the planner's choice for them, inputs of
+/// The warp kernel (`Tuning::smem_warp_min_batch_per_sm`, here for every
+/// batch): orders 1 to 32 on every distribution, the planner's choice for them, inputs of
 /// 1e-30s and 1e+30s with a zero column and two runs bitwise identical,
 /// NaN and overflowing matrices beside finite ones, zero columns.
 pub(crate) fn smem_warp(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let tuning = qr_gpu::Tuning {
-        smem_warp_max_n: 32,
+        smem_warp_min_batch_per_sm: Some(0),
         ..qr_gpu::Tuning::default()
     };
     let b = (**g).clone().with_tuning(tuning);
