@@ -16,14 +16,20 @@ project's ``anchor_qr_v2.py``, whose ``load_seed(SUBMISSION)`` gives the
 module whose ``custom_kernel(A)`` returns ``(H, tau)``; the seed's result
 is gated too.
 
-Inputs are created once per case; every timed call is preceded by a write
-of a 256 MiB buffer (evicting the caches; on CUDA a device buffer, which
-flushes L2), one untimed warm-up call comes first, and the time is the
-median of repetitions run until ``--budget`` seconds per (case, op, side)
-have passed. On ``--device cuda`` the inputs live on the device and calls
-are timed with CUDA events on torch's current stream, which qr_rs queues
-its work on (after the stream's earlier work, before its later work), so
-an event pair brackets the whole call, its stream ordering included.
+Each case times a list of inputs as ``qr suite`` does (the ranking's
+rule): ``256 MiB / input bytes`` of them, at least 1 and at most 50,
+created once. A timed pass writes a 256 MiB buffer (evicting the caches;
+on CUDA a device buffer, which flushes L2), then calls once per input of
+the list back to back; its time over the list's length is the pass's time
+per call. One untimed warm-up pass comes first, and the time is the median
+of passes run until ``--budget`` seconds per (case, op, side) have passed.
+On ``--device cuda`` the inputs live on the device and passes are timed
+with CUDA events on torch's current stream, which qr_rs queues its work on
+(after the stream's earlier work, before its later work), so an event pair
+brackets the whole pass, its stream ordering included; a pass whose host
+side takes longer than its device work shows in that time. The host's
+time per call (from the first call to the last one's return, before
+waiting on the device) is reported beside it. The first input is gated.
 
 Every result timed is checked in float64 (``eps = 2^-23``, ``||.||_1`` the
 largest absolute column sum, per matrix, the worst reported):
@@ -64,6 +70,10 @@ EPS = 2.0**-23
 GATE = {"sfr": 20.0, "qerr": 20.0, "recon": 20.0, "orth": 100.0}
 BAR = {"sfr": 5.0, "qerr": 5.0, "recon": 5.0, "orth": 25.0}
 EVICT_BYTES = 256 << 20
+#: The list of inputs timed together: its bytes and most inputs (the
+#: ranking's, as ``qr suite``).
+LIST_BYTES = 256 << 20
+MAX_INPUTS = 50
 QUICK_BATCH = 4
 
 #: The design's benchmark set: (batch, n, cond, case).
@@ -236,24 +246,34 @@ def gate(op: str, a: np.ndarray, out: Sequence[np.ndarray]) -> Dict[str, Any]:
 # Timing.
 
 
+def list_length(batch: int, n: int) -> int:
+    """Inputs in a case's list: ``LIST_BYTES`` over one input's bytes, at
+    least 1, at most ``MAX_INPUTS`` (``qr suite``'s rule)."""
+    return max(1, min(MAX_INPUTS, LIST_BYTES // max(1, batch * n * n * 4)))
+
+
 class _CpuTimer:
-    """Wall time of one call after writing a 256 MiB host buffer."""
+    """Wall time per call of one pass over ``fns`` after writing a 256 MiB
+    host buffer: ``(seconds, host seconds)``, the same here."""
 
     def __init__(self) -> None:
         self.buf = np.empty(EVICT_BYTES // 8)
         self.k = 0
 
-    def __call__(self, fn: Callable[[], Any]) -> float:
+    def __call__(self, fns: Sequence[Callable[[], Any]]) -> Tuple[float, float]:
         self.k += 1
         self.buf.fill(float(self.k))
         t0 = time.perf_counter()
-        fn()
-        return time.perf_counter() - t0
+        for fn in fns:
+            fn()
+        t = (time.perf_counter() - t0) / len(fns)
+        return t, t
 
 
 class _CudaTimer:
-    """CUDA-event time of one call on torch's current stream after writing a
-    256 MiB device buffer (which flushes L2)."""
+    """CUDA-event time per call of one pass over ``fns`` on torch's current
+    stream after writing a 256 MiB device buffer (which flushes L2), and the
+    host's time per call queueing them: ``(seconds, host seconds)``."""
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
@@ -261,24 +281,32 @@ class _CudaTimer:
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
 
-    def __call__(self, fn: Callable[[], Any]) -> float:
+    def __call__(self, fns: Sequence[Callable[[], Any]]) -> Tuple[float, float]:
         self.buf.fill_(1.0)
         self.start.record()
-        fn()
+        t0 = time.perf_counter()
+        for fn in fns:
+            fn()
+        host = (time.perf_counter() - t0) / len(fns)
         self.end.record()
         self.end.synchronize()
-        return self.start.elapsed_time(self.end) / 1e3
+        return self.start.elapsed_time(self.end) / 1e3 / len(fns), host
 
 
-def measure(timer: Callable[[Callable[[], Any]], float], fn: Callable[[], Any], budget: float):
-    """One warm-up call, then repetitions until ``budget`` seconds of wall
-    time have passed (at least one): ``(median seconds, repetitions)``."""
-    timer(fn)
+def measure(timer: Callable[[Sequence[Callable[[], Any]]], Tuple[float, float]],
+            fns: Sequence[Callable[[], Any]], budget: float) -> Tuple[float, int, float]:
+    """One warm-up pass, then passes until ``budget`` seconds of wall time
+    have passed (at least one): ``(median seconds per call, passes, median
+    host seconds per call)``."""
+    timer(fns)
     times: List[float] = []
+    hosts: List[float] = []
     t0 = time.perf_counter()
     while not times or (time.perf_counter() - t0 < budget and len(times) < 100_000):
-        times.append(timer(fn))
-    return statistics.median(times), len(times)
+        t, h = timer(fns)
+        times.append(t)
+        hosts.append(h)
+    return statistics.median(times), len(times), statistics.median(hosts)
 
 
 # ---------------------------------------------------------------------------
@@ -383,7 +411,10 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
         "budget_s": args.budget,
         "quick": args.quick,
         "evict_bytes": EVICT_BYTES,
-        "statistic": "median seconds per call (whole batch)",
+        "statistic": "median over passes of seconds per call (whole batch), a pass calling "
+        "once per input of the case's list",
+        "list_bytes": LIST_BYTES,
+        "max_inputs": MAX_INPUTS,
     }
     log(f"device: {device_name}")
     log(f"qr_rs: {meta['qr_rs_backend']}")
@@ -399,8 +430,9 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
     if qr_rs_skip:
         log(qr_rs_skip)
     log(
-        f"median of repetitions over {args.budget:g} s per (case, op, side), after a warm-up; "
-        f"{EVICT_BYTES >> 20} MiB written before each call"
+        f"median of passes over {args.budget:g} s per (case, op, side), after a warm-up pass; "
+        f"a pass: {EVICT_BYTES >> 20} MiB written, then one call per input of the case's list "
+        f"({LIST_BYTES >> 20} MiB of inputs, 1 to {MAX_INPUTS}), time per call"
         + (f"; --quick: batch capped at {QUICK_BATCH}" if args.quick else "")
     )
     log(_HEADER)
@@ -408,20 +440,33 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
     rows: List[Dict[str, Any]] = []
     for batch0, n, cond, case in args.cases:
         batch = min(batch0, QUICK_BATCH) if args.quick else batch0
-        a_np = generate(case, batch, n, cond, seed=batch0 * 1000 + n)
+        count = list_length(batch, n)
+        # The first input is the one gated; the others are further draws.
+        a_nps = [
+            generate(case, batch, n, cond, seed=batch0 * 1000 + n + 7919 * i)
+            for i in range(count)
+        ]
+        a_np = a_nps[0]
         if torch is not None:
-            a = torch.from_numpy(a_np)
-            a = a.cuda() if cuda else a
+            inputs = [torch.from_numpy(x) for x in a_nps]
+            inputs = [x.cuda() for x in inputs] if cuda else inputs
         else:
-            a = a_np
+            inputs = a_nps
+        a = inputs[0]
         # Each library's orgqr takes its own geqrf's reflectors, made once:
         # what a caller chaining the two does (torch's are column-major,
         # which qr_rs would copy first).
-        refl: Dict[str, Tuple[Any, Any]] = {}
+        refl: Dict[str, List[Tuple[Any, Any]]] = {}
         if "orgqr" in args.ops:
-            refl["qr_rs"] = tuple(qr_rs.geqrf(a))
+            refl["qr_rs"] = [tuple(qr_rs.geqrf(x)) for x in inputs]
             if peer_lib == "torch":
-                refl["torch"] = tuple(torch.geqrf(a))
+                refl["torch"] = [tuple(torch.geqrf(x)) for x in inputs]
+
+        def calls(lib: str) -> Optional[List[Callable[[], Any]]]:
+            pairs = refl.get(lib, [(None, None)] * count)
+            fns = [_calls(op, lib, torch, x, h, t) for x, (h, t) in zip(inputs, pairs)]
+            return None if fns[0] is None else fns
+
         for op in args.ops:
             row: Dict[str, Any] = {
                 "shape": f"{batch0}x{n}",
@@ -431,29 +476,37 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
                 "cond": float(cond),
                 "case": case,
                 "op": op,
+                "inputs": count,
                 "qr_rs_s": None,
+                "qr_rs_host_s": None,
                 "qr_rs_reps": 0,
                 "peer": _PEER_NAMES.get((peer_lib, op)),
                 "peer_s": None,
+                "peer_host_s": None,
                 "peer_reps": 0,
                 "ratio": None,
             }
             gated = None
             if qr_rs_skip is None:
-                h, tau = refl.get("qr_rs", (None, None))
-                fn = _calls(op, "qr_rs", torch, a, h, tau)
-                row["qr_rs_s"], row["qr_rs_reps"] = measure(timer, fn, args.budget)
-                gated = ("qr_rs", fn(), h, tau)
-            ph, ptau = refl.get(peer_lib, (None, None))
-            peer_fn = _calls(op, peer_lib, torch, a, ph, ptau)
-            if peer_fn is not None:
-                row["peer_s"], row["peer_reps"] = measure(timer, peer_fn, args.budget)
+                h, tau = refl["qr_rs"][0] if "qr_rs" in refl else (None, None)
+                fns = calls("qr_rs")
+                row["qr_rs_s"], row["qr_rs_reps"], row["qr_rs_host_s"] = measure(
+                    timer, fns, args.budget
+                )
+                gated = ("qr_rs", fns[0](), h, tau)
+            peer_fns = calls(peer_lib)
+            if peer_fns is not None:
+                ph, ptau = refl[peer_lib][0] if peer_lib in refl else (None, None)
+                row["peer_s"], row["peer_reps"], row["peer_host_s"] = measure(
+                    timer, peer_fns, args.budget
+                )
                 if gated is None:
-                    gated = (row["peer"], peer_fn(), ph, ptau)
+                    gated = (row["peer"], peer_fns[0](), ph, ptau)
             if row["qr_rs_s"] and row["peer_s"]:
                 row["ratio"] = row["peer_s"] / row["qr_rs_s"]
             if seed_fn is not None and op == "geqrf":
-                row["seed_s"], row["seed_reps"] = measure(timer, lambda: seed_fn(a), args.budget)
+                seed_fns = [lambda x=x: seed_fn(x) for x in inputs]
+                row["seed_s"], row["seed_reps"], _ = measure(timer, seed_fns, args.budget)
                 seed_gate = gate(op, a_np, [_np(x) for x in seed_fn(a)])
                 row["seed_gate"] = seed_gate["values"]
                 if row["qr_rs_s"]:
@@ -474,7 +527,8 @@ def run(args: argparse.Namespace, log: Callable[[str], None] = print) -> Dict[st
 # Output.
 
 _HEADER = (
-    f"{'case (batch,n,cond,case)':<28} {'op':<6} {'batch':>5} {'qr_rs us':>12} "
+    f"{'case (batch,n,cond,case)':<28} {'op':<6} {'batch':>5} {'list':>4} {'qr_rs us':>12} "
+    f"{'host us':>9} "
     f"{'peer':<34} {'peer us':>12} {'peer/qr_rs':>10}  gate"
 )
 
@@ -492,7 +546,8 @@ def _format_row(row: Dict[str, Any]) -> str:
         who = "" if row["gated"] == "qr_rs" else f" (of {row['gated']})"
         gate_txt = f"{vals} {verdict}{who}"
     line = (
-        f"{row['spec']:<28} {row['op']:<6} {row['batch']:>5} {_us(row['qr_rs_s']):>12} "
+        f"{row['spec']:<28} {row['op']:<6} {row['batch']:>5} {row['inputs']:>4} "
+        f"{_us(row['qr_rs_s']):>12} {_us(row['qr_rs_host_s']):>9} "
         f"{row['peer'] or '-':<34} {_us(row['peer_s']):>12} {ratio:>10}  {gate_txt}"
     )
     if "seed_s" in row:
