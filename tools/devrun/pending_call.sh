@@ -1,28 +1,51 @@
 #!/usr/bin/env bash
-# The device call of the sixth session's changes, most wanted first, each
-# step while the call's CALL_S seconds (570 unless set) allow: Q's result
-# checks in slices (issue 30's 2 x 4096) and the warp kernel's batch rule.
-# Stage one build with its wheel (from the repository root):
-#   MATURIN=... bash tools/devrun/prepare.sh NAME --wheel
-# then, with carry [".devrun"]:
-#   [CALL_S=S] bash tools/devrun/pending_call.sh NAME
+# The device calls the sixth session left, in two parts of one call each
+# (CALL_S seconds, 570 unless set, each step while they allow):
+#   part q   (issue 30): every GPU test, then orgqr, ormqr and qr on the
+#            test set for seeds 0, 1 and 2 and on the benchmark set for
+#            seeds 1 and 2;
+#   part py  (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
+#            of inputs per pass, as the suite) on the dense cases, for the
+#            main build's wheel and the branch py-host-path's, and the
+#            Shampoo-style step.
+# Stage the builds (from the repository root): `prepare.sh MAIN --wheel` on
+# main, and for part py also `prepare.sh HOST --wheel` on py-host-path
+# (MATURIN=... where maturin is not on PATH); then, with carry [".devrun"]:
+#   bash tools/devrun/pending_call.sh q MAIN
+#   bash tools/devrun/pending_call.sh py MAIN HOST
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
-# tests.log (every GPU test), suites.txt (geqrf, orgqr, qr and ormqr,
-# seed 0), anchor_q.txt (torch.linalg.qr and friends), py.txt (the host's
-# share of qr_rs.geqrf at 20 x 32, then the CUDA pytest), sweep.txt.
+# part q: tests.log, q_tests.txt, q_seeds.txt; part py: py.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-b=.devrun/${1:?usage: pending_call.sh NAME}
+part=${1:?usage: pending_call.sh q|py MAIN [HOST]}
+b=.devrun/${2:?usage: pending_call.sh q|py MAIN [HOST]}
 cap() { local r; r=$(rest); echo $(( r < $1 ? r : $1 )); }
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
-QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 240) "$b/gpu_tests" >"$out/tests.log" 2>&1
-for op in geqrf orgqr qr; do
-    left 50 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed 0 >>"$out/suites.txt" 2>&1
-done
-left 30 && (cd .devrun && t timeout -k 5 $(cap 50) python3 -u anchor_q.py 640,512 60,1024 >"$out/anchor_q.txt" 2>&1)
-python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site "$b"/qr_rs-*.whl >>"$out/log.txt" 2>&1
-left 40 && PYTHONPATH=/tmp/site t timeout -k 5 $(cap 60) python3 tools/devrun/py_overhead.py 20 32 >"$out/py.txt" 2>&1
-left 40 && (cd crates/qr-py && PYTHONPATH=/tmp/site t timeout -k 5 $(cap 60) python3 -m pytest -q -rs tests/test_gpu.py >>"$out/py.txt" 2>&1)
-left 30 && t timeout -k 5 $(cap 60) "$b/bench_suite" --sweep --only smem_warp_min_batch_per_sm >"$out/sweep.txt" 2>&1
-left 30 && t timeout -k 5 $(cap 90) "$b/qr" suite --backend gpu --set benchmarks --op ormqr --seed 0 >>"$out/suites.txt" 2>&1
+case $part in
+q)
+    QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 300) "$b/gpu_tests" >"$out/tests.log" 2>&1
+    for seed in 0 1 2; do
+        for op in orgqr ormqr qr; do
+            left 30 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed >>"$out/q_tests.txt" 2>&1
+        done
+    done
+    for seed in 1 2; do
+        for op in orgqr qr ormqr; do
+            left 30 && t timeout -k 5 $(cap 90) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed $seed >>"$out/q_seeds.txt" 2>&1
+        done
+    done
+    ;;
+py)
+    host=.devrun/${3:?usage: pending_call.sh py MAIN HOST}
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-main "$b"/qr_rs-*.whl >>"$out/log.txt" 2>&1
+    python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-host "$host"/qr_rs-*.whl >>"$out/log.txt" 2>&1
+    t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >>"$out/py.txt" 2>&1
+    for site in /tmp/site-main /tmp/site-host; do
+        echo "== $site" >>"$out/py.txt"
+        left 60 && PYTHONPATH=$site t timeout -k 5 $(cap 150) python3 -m qr_rs.bench --device cuda --cases dense --ops geqrf,qr --budget 0.3 >>"$out/py.txt" 2>&1
+    done
+    left 40 && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 60) python3 crates/qr-py/examples/shampoo_step.py >>"$out/py.txt" 2>&1
+    ;;
+*) echo "unknown part $part" >&2; exit 2 ;;
+esac
 true
