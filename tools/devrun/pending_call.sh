@@ -6,15 +6,16 @@
 #            seeds 1 and 2;
 #   part py  (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
 #            of inputs per pass, as the suite) on the dense cases, for the
-#            main build's wheel and the branch py-host-path's, and the
-#            Shampoo-style step.
+#            main build's wheel and the branch py-host-path's, the
+#            Shampoo-style step, then ncu's HBM bytes of one geqrf at
+#            640 x 512 and 60 x 1024 with the caches as the run leaves them.
 # Stage the builds (from the repository root): `prepare.sh MAIN --wheel` on
 # main, and for part py also `prepare.sh HOST --wheel` on py-host-path
 # (MATURIN=... where maturin is not on PATH); then, with carry [".devrun"]:
 #   bash tools/devrun/pending_call.sh q MAIN
 #   bash tools/devrun/pending_call.sh py MAIN HOST
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
-# part q: tests.log, q_tests.txt, q_seeds.txt; part py: py.txt.
+# part q: tests.log, q_tests.txt, q_seeds.txt; part py: py.txt, ncu.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 part=${1:?usage: pending_call.sh q|py MAIN [HOST]}
@@ -45,6 +46,13 @@ py)
         left 60 && PYTHONPATH=$site t timeout -k 5 $(cap 150) python3 -m qr_rs.bench --device cuda --cases dense --ops geqrf,qr --budget 0.3 >>"$out/py.txt" 2>&1
     done
     left 40 && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 60) python3 crates/qr-py/examples/shampoo_step.py >>"$out/py.txt" 2>&1
+    # The blocking model's traffic (docs/perf/blocking-model.md): HBM bytes
+    # of one factorization with the caches left as the run leaves them.
+    for spec in 640,512,2,dense 60,1024,2,dense; do
+        left 60 && t timeout -k 5 $(cap 120) ncu --cache-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+            --csv "$b/qr" check --backend gpu --spec "$spec" >"/tmp/ncu_$spec.csv" 2>&1
+        python3 tools/devrun/ncu_bytes.py "$spec" "/tmp/ncu_$spec.csv" >>"$out/ncu.txt" 2>&1
+    done
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac
