@@ -19,7 +19,9 @@ def main():
     if not rows:
         sys.exit(f"{label}: no ncu rows in {path}")
     scale = {"byte": 1e-9, "Kbyte": 1e-6, "Mbyte": 1e-3, "Gbyte": 1.0,
-             "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3}
+             "nsecond": 1e-6, "usecond": 1e-3, "msecond": 1.0, "second": 1e3,
+             # ncu 2025 writes the short forms.
+             "ns": 1e-6, "us": 1e-3, "ms": 1.0, "s": 1e3}
     sums = defaultdict(lambda: defaultdict(float))
     launches = defaultdict(set)
     for r in rows:
