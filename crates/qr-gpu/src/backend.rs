@@ -18,7 +18,7 @@ use crate::factor::Operands;
 use crate::factor::engine::Engine;
 use crate::factor::q::{self as qops, QOp, QOperands};
 use crate::peers::host_round_trip;
-use crate::plan::{Plan, Strategy};
+use crate::plan::{Plan, PlanEdit, Strategy};
 use crate::tuning::Tuning;
 
 mod external;
@@ -32,6 +32,7 @@ pub use planner::Planner;
 pub struct GpuBackend {
     engine: Arc<Engine>,
     forced: Option<Strategy>,
+    edit: Option<PlanEdit>,
     tuning: Tuning,
 }
 
@@ -82,6 +83,7 @@ impl GpuBackend {
         Ok(Self {
             engine: Engine::new(ordinal)?,
             forced: None,
+            edit: None,
             tuning: Tuning::default(),
         })
     }
@@ -89,6 +91,13 @@ impl GpuBackend {
     /// Forces `strategy` for every shape (`None` lets the planner choose).
     pub fn with_strategy(mut self, strategy: Option<Strategy>) -> Self {
         self.forced = strategy;
+        self
+    }
+
+    /// Applies `edit` to every plan after the planner (`None`: plans as
+    /// planned).
+    pub fn with_plan_edit(mut self, edit: Option<PlanEdit>) -> Self {
+        self.edit = edit;
         self
     }
 
@@ -244,7 +253,7 @@ fn check_at_least(what: &'static str, need: usize, have: usize) -> Result<(), Qr
 impl GpuBackend {
     /// The planner of this backend's device, tuning and forced strategy.
     pub fn planner(&self) -> Planner<'_> {
-        Planner::new(self.engine.info(), &self.tuning, self.forced)
+        Planner::new(self.engine.info(), &self.tuning, self.forced).with_edit(self.edit.as_ref())
     }
 
     /// The tensor-core update settings `orgqr` and `ormqr` use for `shape`

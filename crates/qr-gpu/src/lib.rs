@@ -60,8 +60,8 @@ pub use device::probe::{DeviceInfo, probe, probe_device};
 pub use error::GpuError;
 pub use plan::modules::compile_plans;
 pub use plan::{
-    Blocked, Meeting, Panel, Plan, Route, Schedule, SmemGeometry, Strategy, TensorUpdate, Update,
-    panel_fit_rows, plan, smem_fit_n,
+    Blocked, Meeting, Panel, Plan, PlanEdit, Route, Schedule, SmemGeometry, Strategy, TensorUpdate,
+    Update, panel_fit_rows, plan, smem_fit_n,
 };
 pub use tuning::Tuning;
 

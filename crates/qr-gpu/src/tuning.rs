@@ -135,13 +135,6 @@ pub struct Tuning {
     /// threads; 40 x 512, 4 of 128, 1439 vs 1520; 40 x 352, 4 of 88, 888
     /// vs 900).
     pub cluster_max_block_rows: usize,
-    /// Blocked and cluster plans on the tensor-core update run each call
-    /// as one CUDA graph (recorded the second time a plan meets the same
-    /// operands and workspace, replayed after; graph.rs), so their chains
-    /// of small dependent launches run without a launch gap between each.
-    /// Plans with the low-priority checks stream (`checks_aside_min_l2`) launch
-    /// kernel by kernel.
-    pub graphs: bool,
     /// Blocked paths that read the input out of place: the scan for
     /// non-finite entries and zero columns runs on a low-priority stream
     /// beside the first panel and update (which need neither), the second
@@ -189,8 +182,6 @@ pub struct Tuning {
     /// (docs/history/qr-gpu-sessions.md, table "tensor row split"), off /
     /// 8: 2 x 4096 12719.7 / 9991.1 us, 8 x 2048 5691.0 / 5579.3.
     pub tensor_row_split: u32,
-    /// Fewest rows per block of a row-split tile (`tensor_row_split`).
-    pub tensor_row_split_min_rows: usize,
     /// `blocked` path: batches of at least `batch_lanes_min_batch_per_sm`
     /// matrices per SM (and not run as a graph) are cut into this many
     /// groups, each factored on its own lane of streams (at most
@@ -200,7 +191,9 @@ pub struct Tuning {
     /// 4 lanes: 640 x 512 dense 5154.6 / 5068.2 / 5225.6 / 5410.3 us,
     /// rankdef 4036.7 / 3891.2 / 4068.8 / 4080.3.
     pub batch_lanes: u32,
-    /// Fewest matrices per SM for `batch_lanes`.
+    /// Fewest matrices per SM for `batch_lanes`: 2, between the few-matrix
+    /// plans that lost with lanes (40 x 352, 0.3 an SM: 546.8 against
+    /// 605.0 us, H200 table "lanes without graphs") and 640 x 512 (4.8).
     pub batch_lanes_min_batch_per_sm: u32,
     /// L2 eviction priorities of the staged tensor-core update
     /// (`tensor_stage_depth` > 0): 0 none; 1 A2's second read (the update pass)
@@ -211,20 +204,13 @@ pub struct Tuning {
     /// its tile twice and every resident block streams its own tile in
     /// between; the bulk update at 640 x 512 hit L2 on half its lookups and
     /// moved 1.77 GB of DRAM against 1.22 GB for A2 read once and written
-    /// once, plus V (ncu, run s14-run8). Only for batches of at least
-    /// `tensor_l2_hints_min_l2` L2s. The policy rides on the copies' and
+    /// once, plus V (ncu, run s14-run8). Only for batches of at least two
+    /// L2s (the planner's `L2_HINTS_MIN_L2`). The policy rides on the copies' and
     /// stores' descriptors: no extra instruction per access (NVRTC 13.5
     /// SASS). 1, with the staged update's pass reversed (now plain code,
     /// trailing_tc.cu): 3 to 4% faster on every large benchmark case on the
     /// H100 (docs/PERF.md, `tensor_l2_hints`), GPU tests passing.
     pub tensor_l2_hints: u32,
-    /// Fewest L2 capacities of input a batch needs for `tensor_l2_hints`:
-    /// a smaller batch's trailing matrices stay in L2 from one step to the
-    /// next, and evicting its stores first would send the next step to
-    /// DRAM. 2 (640 x 512, 60 x 1024, 8 x 2048 and 2 x 4096 are 2.1 to 10.7
-    /// L2s of 60 MiB; 40 x 352 is a third of one): a rule from the traffic
-    /// argument, not measured.
-    pub tensor_l2_hints_min_l2: u32,
     /// `orgqr` / `ormqr`: the largest cluster of blocks that may hold one
     /// 32-column tile of the result on chip (`factor/q.rs`, `OnChip`: the fewest
     /// blocks whose shared memory holds the tile); orders needing more
@@ -265,16 +251,13 @@ impl Default for Tuning {
             blocked_tall_panel_rows: 320,
             cluster_min_blocks: 8,
             cluster_max_block_rows: 192,
-            graphs: true,
             checks_aside_min_l2: Some(6),
             tensor_warps4_min_waves: 16,
             tensor_stage_depth: 2,
             tensor_row_split: 8,
-            tensor_row_split_min_rows: 128,
             batch_lanes: 2,
             batch_lanes_min_batch_per_sm: 2,
             tensor_l2_hints: 1,
-            tensor_l2_hints_min_l2: 2,
             q_max_cluster: 8,
             q_ormqr_on_chip_max_n: 352,
         }

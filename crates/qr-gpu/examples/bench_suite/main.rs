@@ -1,6 +1,6 @@
 //! Times the 14 benchmark shapes on the GPU engine and the cuSOLVER peer with
 //! the device-event bench, gating a capped slice of each case first.
-//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [--sweep [--only KNOB,KNOB] [--once SPEC]]` (KNOB: a `Tuning` field name, exactly)
+//! `cargo run -p qr-gpu --release --example bench_suite [--no-peer] [--sweep [--only KNOB,KNOB] [--once SPEC]]` (KNOB: a `Tuning` field name, exactly, or `schedule.graph`)
 
 use std::time::Duration;
 

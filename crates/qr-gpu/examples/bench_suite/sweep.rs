@@ -49,7 +49,8 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
             let b = gpu
                 .clone()
                 .with_tuning(v.tuning.clone())
-                .with_strategy(v.strategy);
+                .with_strategy(v.strategy)
+                .with_plan_edit(v.edit.clone());
             let f = geqrf(&b, shape, &a)?;
             println!(
                 "| {once} | {} = {} | {} | once, info ok: {} |",
@@ -91,7 +92,11 @@ pub(super) fn sweep(gpu: &GpuBackend) -> Result<(), Box<dyn std::error::Error>> 
         }
         let inputs = &cache.as_ref().expect("set").1;
         let views: Vec<&[f32]> = inputs.iter().map(|v| v.as_slice()).collect();
-        let b = gpu.clone().with_tuning(v.tuning).with_strategy(v.strategy);
+        let b = gpu
+            .clone()
+            .with_tuning(v.tuning)
+            .with_strategy(v.strategy)
+            .with_plan_edit(v.edit);
         // A variant the device cannot run is a row of the table, not the end.
         let (plan, t) = match b
             .plan(shape)

@@ -1,7 +1,7 @@
 //! The sweep's rows: each tuning knob's values on the shapes it matters
 //! for, listed without a device so that tests can plan and compile them.
 
-use qr_gpu::{Strategy, Tuning};
+use qr_gpu::{PlanEdit, Strategy, Tuning};
 use qr_verify::Spec;
 
 /// Cases the cluster variants are compared on (forced `cluster`).
@@ -46,8 +46,9 @@ const FEW_CASES: [&str; 6] = [
 pub(super) struct Variant {
     /// The case (`batch,n,cond,case`).
     pub case: &'static str,
-    /// The `Tuning` field it sweeps (`--only` selects by this name), or
-    /// `strategy` for a forced strategy alone.
+    /// The `Tuning` field it sweeps (`--only` selects by this name),
+    /// `strategy` for a forced strategy alone, or the plan field an edit
+    /// sets (`schedule.graph`).
     pub knob: &'static str,
     /// The knob's value in this row, in words.
     pub value: String,
@@ -55,6 +56,9 @@ pub(super) struct Variant {
     pub strategy: Option<Strategy>,
     /// The whole tuning of the row.
     pub tuning: Tuning,
+    /// A change made to the planner's plans, where the row sets a plan
+    /// field no tuning knob sets.
+    pub edit: Option<PlanEdit>,
 }
 
 /// Adds `knob` = `value` (`tuning`, with `strategy` forced) on each of
@@ -74,6 +78,28 @@ fn add(
             value: value.clone(),
             strategy,
             tuning: tuning.clone(),
+            edit: None,
+        });
+    }
+}
+
+/// As [`add`] with no strategy forced, the planner's plans changed by
+/// `edit`.
+fn add_edited(
+    variants: &mut Vec<Variant>,
+    specs: &[&'static str],
+    (knob, value): (&'static str, String),
+    tuning: &Tuning,
+    edit: Option<PlanEdit>,
+) {
+    for &case in specs {
+        variants.push(Variant {
+            case,
+            knob,
+            value: value.clone(),
+            strategy: None,
+            tuning: tuning.clone(),
+            edit: edit.clone(),
         });
     }
 }
@@ -213,21 +239,18 @@ pub(super) fn variants() -> Vec<Variant> {
         );
     }
     for lanes in [1u32, 2] {
-        // Lanes are planned outside graphs only: these few-matrix plans
-        // lose their graph to try them.
-        let t = Tuning {
-            batch_lanes: lanes,
-            batch_lanes_min_batch_per_sm: 0,
-            graphs: false,
-            ..base.clone()
-        };
-        add(
+        // Lanes are planned outside graphs only, and for two matrices an
+        // SM or more: these few-matrix plans lose their graph to try them.
+        let edit = PlanEdit::schedule("lanes, launch by launch", move |s| {
+            s.graph = false;
+            s.lanes = lanes;
+        });
+        add_edited(
             &mut variants,
             &["40,352,1,dense", "60,1024,2,dense"],
-            "batch_lanes",
-            format!("{lanes}, without graphs"),
-            None,
-            &t,
+            ("batch_lanes", format!("{lanes}, without graphs")),
+            &base,
+            Some(edit),
         );
     }
     for lanes in [1u32, 2, 3, 4] {
@@ -452,34 +475,28 @@ pub(super) fn variants() -> Vec<Variant> {
             &t,
         );
     }
-    // Each call as one CUDA graph (`Tuning::graphs`) or launch by launch:
-    // on the planner's plans, and for the large batches with the checks
-    // stream off (a plan with it has no graph).
+    // Each call as one CUDA graph (the planner's `Schedule::graph`) or
+    // launch by launch (an edit): on the planner's plans, and for the large
+    // batches with the checks stream off (a plan with it has no graph).
     for on in [false, true] {
-        let t = Tuning {
-            graphs: on,
-            ..base.clone()
-        };
-        add(
+        let edit = (!on).then(|| PlanEdit::schedule("launch by launch", |s| s.graph = false));
+        add_edited(
             &mut variants,
             &DENSE_CASES[1..],
-            "graphs",
-            format!("{on}"),
-            None,
-            &t,
+            ("schedule.graph", format!("{on}")),
+            &base,
+            edit.clone(),
         );
         let t = Tuning {
-            graphs: on,
             checks_aside_min_l2: None,
             ..base.clone()
         };
-        add(
+        add_edited(
             &mut variants,
             &["640,512,2,dense", "60,1024,2,dense"],
-            "graphs",
-            format!("{on}, checks first"),
-            None,
+            ("schedule.graph", format!("{on}, checks first")),
             &t,
+            edit,
         );
     }
     add(
@@ -498,7 +515,10 @@ pub(super) fn variants() -> Vec<Variant> {
 /// sweep prints as a row not run.
 pub(super) fn variant_plan(v: &Variant, device: &qr_gpu::DeviceInfo) -> Option<qr_gpu::Plan> {
     let shape = v.case.parse::<Spec>().ok()?.shape().ok()?;
-    qr_gpu::plan(shape, device, &v.tuning, v.strategy).ok()
+    qr_gpu::Planner::new(device, &v.tuning, v.strategy)
+        .with_edit(v.edit.as_ref())
+        .plan(shape)
+        .ok()
 }
 
 #[cfg(test)]
@@ -541,13 +561,16 @@ mod tests {
     }
 
     /// `--only` selects by knob: every row's knob is a field of `Tuning`
-    /// (as its `Debug` names them) or `strategy`.
+    /// (as its `Debug` names them), `strategy`, or the schedule's field
+    /// that an edit sets in some of its rows.
     #[test]
     fn every_knob_is_a_tuning_field() {
         let fields = format!("{:?}", Tuning::default());
         for v in variants() {
             assert!(
-                v.knob == "strategy" || fields.contains(&format!(" {}: ", v.knob)),
+                v.knob == "strategy"
+                    || v.knob.starts_with("schedule.")
+                    || fields.contains(&format!(" {}: ", v.knob)),
                 "{} is not a field of Tuning",
                 v.knob
             );

@@ -8,7 +8,7 @@ use qr_core::{Operation, QrError, Shape};
 use crate::device::probe::DeviceInfo;
 use crate::factor::q::OnChip;
 use crate::kernels::trailing_tc::q as qk;
-use crate::plan::{self, Plan, Route, Strategy, Update};
+use crate::plan::{self, Plan, PlanEdit, Route, Strategy, Update};
 use crate::tuning::Tuning;
 
 /// The planner of one device, tuning and forced strategy.
@@ -17,6 +17,7 @@ pub struct Planner<'a> {
     device: &'a DeviceInfo,
     tuning: &'a Tuning,
     forced: Option<Strategy>,
+    edit: Option<&'a PlanEdit>,
 }
 
 impl<'a> Planner<'a> {
@@ -27,12 +28,25 @@ impl<'a> Planner<'a> {
             device,
             tuning,
             forced,
+            edit: None,
         }
+    }
+
+    /// The same planner, each plan changed by `edit` after it is made.
+    pub fn with_edit(self, edit: Option<&'a PlanEdit>) -> Self {
+        Self { edit, ..self }
     }
 
     /// geqrf's plan for `shape`.
     pub fn plan(&self, shape: Shape) -> Result<Plan, QrError> {
-        plan::plan(shape, self.device, self.tuning, self.forced)
+        self.edited(plan::plan(shape, self.device, self.tuning, self.forced)?)
+    }
+
+    fn edited(&self, mut p: Plan) -> Result<Plan, QrError> {
+        if let Some(edit) = self.edit {
+            edit.apply(&mut p);
+        }
+        Ok(p)
     }
 
     /// The tensor-core update settings `orgqr` and `ormqr` use for `shape`:
@@ -43,7 +57,12 @@ impl<'a> Planner<'a> {
         if p.strategy() != Strategy::Smem {
             return Ok(p);
         }
-        plan::plan(shape, self.device, self.tuning, Some(Strategy::Blocked))
+        self.edited(plan::plan(
+            shape,
+            self.device,
+            self.tuning,
+            Some(Strategy::Blocked),
+        )?)
     }
 
     /// The trailing update of [`Planner::q_plan`].

@@ -1,4 +1,4 @@
-//! CUDA graphs for launch-bound plans (`Tuning::graphs`): a plan's launch
+//! CUDA graphs for launch-bound plans (the plan's `Schedule::graph`): a plan's launch
 //! sequence for given operands is recorded once by stream capture and
 //! replayed as one graph launch, so the device runs the chain of small
 //! dependent kernels without a launch gap between each.

@@ -10,6 +10,20 @@ use crate::device::probe::DeviceInfo;
 use crate::kernels::{panel, trailing_tc};
 use crate::tuning::Tuning;
 
+/// Fewest L2 capacities of input a batch needs for the tensor-core update's
+/// L2 eviction priorities (`Tuning::tensor_l2_hints`): a smaller batch's
+/// trailing matrices stay in L2 from one step to the next, and evicting its
+/// stores first would send the next step to DRAM. A rule from the traffic
+/// argument (docs/PERF.md, `tensor_l2_hints`), not a measured choice:
+/// 640 x 512, 60 x 1024, 8 x 2048 and 2 x 4096 are 2.1 to 10.7 L2s of
+/// 60 MiB, 40 x 352 a third of one.
+const L2_HINTS_MIN_L2: u64 = 2;
+
+/// Fewest rows per block of a row-split tile (`Tuning::tensor_row_split`):
+/// shorter shares would spend more on the cluster's meeting than their
+/// rows take (docs/PERF.md, `tensor_row_split`).
+const ROW_SPLIT_MIN_ROWS: usize = 128;
+
 /// Cluster size for `shape` on `device`: the largest power of two up to
 /// `tuning.cluster_max_blocks` that the batch leaves SMs for, with at least
 /// `tuning.cluster_min_rows` rows per block, and enough blocks to hold a
@@ -207,9 +221,7 @@ fn blocked(
         Update::Tensor(TensorUpdate {
             warps: tensor_warps(shape, device, tuning),
             stage_depth: tuning.tensor_stage_depth,
-            l2_hints: if shape.a_bytes() as u64
-                >= u64::from(tuning.tensor_l2_hints_min_l2) * device.l2_bytes as u64
-            {
+            l2_hints: if shape.a_bytes() as u64 >= L2_HINTS_MIN_L2 * device.l2_bytes as u64 {
                 tuning.tensor_l2_hints
             } else {
                 0
@@ -219,7 +231,7 @@ fn blocked(
             } else {
                 0
             },
-            row_split_min_rows: tuning.tensor_row_split_min_rows,
+            row_split_min_rows: ROW_SPLIT_MIN_ROWS,
         })
     } else {
         Update::Sgemm
@@ -238,8 +250,7 @@ fn blocked(
     // the low-priority checks stream (forked inside the capture, it was not
     // faster: docs/PERF.md). Graph node priorities (graph.rs) came with
     // CUDA 11.7.
-    let graph = tuning.graphs
-        && device.driver_version >= 11070
+    let graph = device.driver_version >= 11070
         && !matches!(meeting, Meeting::Global(_))
         && tensor
         && !checks_aside;

@@ -104,6 +104,69 @@ pub struct Plan {
     pub reason: String,
 }
 
+/// A change made to every plan a backend makes, after the planner: how
+/// tests and sweeps set a plan field that no measured choice sets (a
+/// launch-by-launch run beside a graph's, lanes or a row split on shapes
+/// the planner keeps them from). An edited plan counts as forced and says
+/// so, and prints and runs as edited.
+#[derive(Clone)]
+pub struct PlanEdit {
+    label: &'static str,
+    edit: std::sync::Arc<dyn Fn(&mut Plan) + Send + Sync>,
+}
+
+impl PlanEdit {
+    /// `edit`, named `label` in the plans it changes.
+    pub fn new(label: &'static str, edit: impl Fn(&mut Plan) + Send + Sync + 'static) -> Self {
+        Self {
+            label,
+            edit: std::sync::Arc::new(edit),
+        }
+    }
+
+    /// `plan` as edited: forced, its reason naming the edit.
+    pub fn apply(&self, plan: &mut Plan) {
+        (self.edit)(plan);
+        plan.forced = true;
+        plan.reason = format!("{}; edited: {}", plan.reason, self.label);
+    }
+
+    /// A plan edit that changes a blocked plan's tensor-core update with
+    /// `f` (other plans stay as planned).
+    pub fn tensor(
+        label: &'static str,
+        f: impl Fn(&mut TensorUpdate) + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(label, move |p| {
+            if let Route::Blocked(Blocked {
+                update: Update::Tensor(t),
+                ..
+            }) = &mut p.route
+            {
+                f(t);
+            }
+        })
+    }
+
+    /// A plan edit that changes a blocked plan's schedule with `f`.
+    pub fn schedule(
+        label: &'static str,
+        f: impl Fn(&mut Schedule) + Send + Sync + 'static,
+    ) -> Self {
+        Self::new(label, move |p| {
+            if let Route::Blocked(b) = &mut p.route {
+                f(&mut b.schedule);
+            }
+        })
+    }
+}
+
+impl fmt::Debug for PlanEdit {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "PlanEdit({})", self.label)
+    }
+}
+
 /// The two ways a batch is factored.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Route {
@@ -234,21 +297,20 @@ pub struct TensorUpdate {
     /// (`Tuning::tensor_stage_depth`).
     pub stage_depth: u32,
     /// L2 eviction priorities of the ring's A2 copies and of the stores
-    /// (`Tuning::tensor_l2_hints`, for batches of at least
-    /// `Tuning::tensor_l2_hints_min_l2` L2s; 0 none).
+    /// (`Tuning::tensor_l2_hints`, for batches of at least two L2s; 0
+    /// none).
     pub l2_hints: u32,
     /// Most blocks of a cluster splitting a few-tile launch's rows (0 or 1:
     /// none; `Tuning::tensor_row_split`, 0 without clusters).
     pub row_split: u32,
-    /// Fewest rows per block of such a split
-    /// (`Tuning::tensor_row_split_min_rows`).
+    /// Fewest rows per block of such a split (128).
     pub row_split_min_rows: usize,
 }
 
 /// How the blocked steps are queued.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct Schedule {
-    /// Each call runs as one CUDA graph (`Tuning::graphs`).
+    /// Each call runs as one CUDA graph (factor/graph.rs; docs/PERF.md, "graphs").
     pub graph: bool,
     /// The panels run ahead of the bulk trailing updates on the priority
     /// stream: with the tensor-core update, more than one panel, and no

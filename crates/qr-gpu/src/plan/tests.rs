@@ -145,11 +145,14 @@ fn graphs_for_panel_chains_without_the_checks_stream() {
     // One launch; the checks stream beside the largest batches; off.
     assert!(!at(20, 32, &t).graph());
     assert!(!at(640, 512, &t).graph());
-    let off = Tuning {
-        graphs: false,
-        ..Tuning::default()
-    };
-    assert!(!at(40, 352, &off).graph());
+    // An edit turns it off, and the plan says so.
+    let mut off = at(40, 352, &t);
+    crate::plan::PlanEdit::schedule("launch by launch", |s| s.graph = false).apply(&mut off);
+    assert!(!off.graph() && off.forced);
+    assert!(
+        off.to_string().contains("edited: launch by launch"),
+        "{off}"
+    );
     let sgemm = Tuning {
         tensor_trailing: false,
         ..Tuning::default()
@@ -379,11 +382,10 @@ fn l2_hints_only_for_batches_past_two_l2s() {
     ] {
         assert_eq!(view(&at(batch, n, &t)).l2_hints, hints, "{batch} x {n}");
     }
-    let always = Tuning {
-        tensor_l2_hints_min_l2: 0,
-        ..t
-    };
-    assert_eq!(view(&at(40, 352, &always)).l2_hints, 2);
+    // Below two L2s only an edit plans them.
+    let mut small = at(40, 352, &t);
+    crate::plan::PlanEdit::tensor("hints", |u| u.l2_hints = 2).apply(&mut small);
+    assert_eq!(view(&small).l2_hints, 2);
     assert_eq!(view(&at(640, 512, &Tuning::default())).l2_hints, 1);
 }
 

@@ -3,8 +3,6 @@
 //! several kernel variants go through (`panel_variant`, scaled inputs run
 //! twice).
 
-use std::sync::Arc;
-
 use libtest_mimic::Failed;
 use qr_core::{Backend, Shape, geqrf};
 use qr_gpu::{GpuBackend, Strategy};
@@ -144,16 +142,13 @@ pub(crate) fn same_outputs(x: &qr_core::Factorization, y: &qr_core::Factorizatio
 /// switch, the row groups and block limits, every distribution, inputs of
 /// 1e-30s, and two runs bitwise identical.
 pub(crate) fn panel_variant(
-    g: &Arc<GpuBackend>,
+    g: &GpuBackend,
     tuning: &qr_gpu::Tuning,
     s: Strategy,
     label: &str,
     seed: u64,
 ) -> Result<(), Failed> {
-    let b = (**g)
-        .clone()
-        .with_tuning(tuning.clone())
-        .with_strategy(Some(s));
+    let b = g.clone().with_tuning(tuning.clone()).with_strategy(Some(s));
     let orders = [1, 16, 17, 31, 33, 48, 49, 65, 200, 511, 513, 1000];
     gate_orders(&b, &orders, 0, seed, label)?;
     for (i, case) in Case::all().enumerate() {

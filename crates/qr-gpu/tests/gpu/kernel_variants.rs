@@ -7,7 +7,7 @@ use std::sync::Arc;
 
 use libtest_mimic::Failed;
 use qr_core::{Info, Shape, geqrf};
-use qr_gpu::{GpuBackend, Panel, Route, Strategy, Update};
+use qr_gpu::{GpuBackend, Panel, PlanEdit, Route, Strategy, Update};
 use qr_verify::{Case, generate};
 
 use super::common::{
@@ -162,17 +162,20 @@ pub(crate) fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 /// The tensor-core update with each tile's rows split over a cluster
-/// (`Tuning::tensor_row_split`): with 16 rows per block at least, so that
-/// small orders split too (chunks of one row and empty ones included), on
-/// both strategies, see `panel_variant`; then the default split against
-/// none on few-matrix orders, each gated and run twice for the same bits.
+/// (`Tuning::tensor_row_split`): with 16 rows per block at least (a plan
+/// edit), so that small orders split too (chunks of one row and empty ones
+/// included), on both strategies, see `panel_variant`; then the default
+/// split against none on few-matrix orders, each gated and run twice for
+/// the same bits.
 pub(crate) fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let small = qr_gpu::Tuning {
-        tensor_row_split_min_rows: 16,
-        ..qr_gpu::Tuning::default()
-    };
+    let small = (**g)
+        .clone()
+        .with_plan_edit(Some(PlanEdit::tensor("16 rows a row-split block", |u| {
+            u.row_split_min_rows = 16
+        })));
+    let t = qr_gpu::Tuning::default();
     for s in [Strategy::Blocked, Strategy::Cluster] {
-        panel_variant(g, &small, s, &format!("{s} tensor row split"), 3300)?;
+        panel_variant(&small, &t, s, &format!("{s} tensor row split"), 3300)?;
     }
     let off = (**g).clone().with_tuning(qr_gpu::Tuning {
         tensor_row_split: 0,
@@ -203,18 +206,12 @@ pub(crate) fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 /// policy changes no value.
 pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for hints in [1, 2] {
-        let base = qr_gpu::Tuning {
-            tensor_l2_hints_min_l2: 0,
-            ..qr_gpu::Tuning::default()
-        };
-        let variant = qr_gpu::Tuning {
-            tensor_l2_hints: hints,
-            ..base.clone()
-        };
-        let plan = (**g)
-            .clone()
-            .with_tuning(variant.clone())
-            .plan(Shape::new(3, 512)?)?;
+        // Below two L2s of input the planner takes none: an edit forces them.
+        let on = (**g).clone().with_plan_edit(Some(PlanEdit::tensor(
+            "l2 hints on a small batch",
+            move |u| u.l2_hints = hints,
+        )));
+        let plan = on.plan(Shape::new(3, 512)?)?;
         let planned = match plan.blocked().map(|b| b.update) {
             Some(Update::Tensor(t)) => t.l2_hints,
             _ => 0,
@@ -224,7 +221,7 @@ pub(crate) fn tensor_l2_hints(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         }
         let orders: &[usize] = &[33, 64, 97, 333, 512, 1000];
         let label = format!("l2 hints {hints}");
-        switch_keeps_bits(g, &base, &variant, (orders, (3, 400, 0.0)), 3200, &label)?;
+        switch_keeps_bits(&on, g, (orders, (3, 400, 0.0)), 3200, &label)?;
     }
     Ok(())
 }
@@ -309,24 +306,20 @@ fn overflow_flagged_alike(
     Ok(())
 }
 
-/// `variant` against `base` on the blocked and cluster strategies, on
-/// the orders `ns` (around the panel and tile edges; the tensor-core
-/// update's switches act only on its staged orders, divisible by 4) and
-/// every distribution at `cases`: the bits must be `base`'s.
+/// `on` against `plain` on the blocked and cluster strategies, on the
+/// orders `ns` (around the panel and tile edges; the tensor-core update's
+/// switches act only on its staged orders, divisible by 4) and every
+/// distribution at `cases`: the bits must be `plain`'s.
 fn switch_keeps_bits(
-    g: &Arc<GpuBackend>,
-    base: &qr_gpu::Tuning,
-    variant: &qr_gpu::Tuning,
+    on: &GpuBackend,
+    plain: &GpuBackend,
     (ns, cases): (&[usize], (usize, usize, f64)),
     seed: u64,
     label: &str,
 ) -> Result<(), Failed> {
     for s in [Strategy::Blocked, Strategy::Cluster] {
-        let plain = (**g)
-            .clone()
-            .with_strategy(Some(s))
-            .with_tuning(base.clone());
-        let on = plain.clone().with_tuning(variant.clone());
+        let plain = plain.clone().with_strategy(Some(s));
+        let on = on.clone().with_strategy(Some(s));
         let specs = sizes_and_cases(ns, cases, 20);
         same_bits(&on, &plain, &specs, seed, &format!("{s} {label}"))?;
     }

@@ -8,12 +8,18 @@ use std::sync::Arc;
 
 use libtest_mimic::Failed;
 use qr_core::{Shape, geqrf};
-use qr_gpu::{GpuBackend, Strategy};
+use qr_gpu::{GpuBackend, PlanEdit, Strategy};
 use qr_verify::{Case, generate};
 
 use super::common::{gate, same_bits, same_f32_bits, same_outputs, sizes_and_cases, spec};
 
-/// Plans run as CUDA graphs (`Tuning::graphs`, on for the blocked and
+/// Every plan queued launch by launch, as a plan outside a graph is: the
+/// side the graphs are compared with.
+fn launch_by_launch() -> PlanEdit {
+    PlanEdit::schedule("launch by launch", |s| s.graph = false)
+}
+
+/// Plans run as CUDA graphs (`Schedule::graph`, on for the blocked and
 /// cluster paths without the checks stream; a call is recorded the second
 /// time its plan, operands and workspace are seen and replayed after): on
 /// both strategies, sizes around one, two and three panels and every
@@ -26,10 +32,7 @@ use super::common::{gate, same_bits, same_f32_bits, same_outputs, sizes_and_case
 pub(crate) fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for s in [Strategy::Blocked, Strategy::Cluster] {
         let on = (**g).clone().with_strategy(Some(s));
-        let off = on.clone().with_tuning(qr_gpu::Tuning {
-            graphs: false,
-            ..qr_gpu::Tuning::default()
-        });
+        let off = on.clone().with_plan_edit(Some(launch_by_launch()));
         let specs = sizes_and_cases(&[33, 64, 65, 97, 200, 512, 1000], (3, 300, 0.0), 20);
         same_bits(&on, &off, &specs, 2000, &format!("{s} graphs"))?;
         let small = spec(3, 200, 1.0, Case::Dense);
@@ -63,10 +66,7 @@ pub(crate) fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 /// one and replayed after: two recordings while the other thread runs.
 pub(crate) fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let on = (**g).clone().with_strategy(Some(Strategy::Blocked));
-    let off = on.clone().with_tuning(qr_gpu::Tuning {
-        graphs: false,
-        ..qr_gpu::Tuning::default()
-    });
+    let off = on.clone().with_plan_edit(Some(launch_by_launch()));
     let (s1, s2) = (
         spec(3, 200, 1.0, Case::Dense),
         spec(4, 48, 1.0, Case::Dense),
@@ -136,19 +136,23 @@ pub(crate) fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Fa
 pub(crate) fn batch_lanes(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let base = qr_gpu::Tuning {
         tensor_row_split: 0,
-        graphs: false,
-        batch_lanes_min_batch_per_sm: 0,
         ..qr_gpu::Tuning::default()
     };
     let one = (**g)
         .clone()
         .with_strategy(Some(Strategy::Blocked))
-        .with_tuning(base.clone());
+        .with_tuning(base.clone())
+        .with_plan_edit(Some(launch_by_launch()));
     for lanes in [2, 3, 4] {
-        let many = one.clone().with_tuning(qr_gpu::Tuning {
-            batch_lanes: lanes,
-            ..base.clone()
-        });
+        // Lanes on batches the planner keeps them from (fewer than two
+        // matrices an SM), outside graphs, as the planner would plan them.
+        let many = one.clone().with_plan_edit(Some(PlanEdit::schedule(
+            "lanes, launch by launch",
+            move |s| {
+                s.graph = false;
+                s.lanes = lanes;
+            },
+        )));
         let plan = many.plan(Shape::new(9, 200)?)?;
         if plan.blocked().map(|b| b.schedule.lanes) != Some(lanes) || plan.graph() {
             return Err(format!("{lanes} lanes not planned: {plan}").into());

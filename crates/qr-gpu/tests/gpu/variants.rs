@@ -91,7 +91,7 @@ fn run_row(g: &Arc<GpuBackend>, row: &Row) -> Result<(), Failed> {
                     case0,
                     seed,
                 } => gate_orders(&forced(), orders, case0, seed, &label)?,
-                Check::Panel { seed } => panel_variant(g, &tuning, s, &label, seed)?,
+                Check::Panel { seed } => panel_variant(g.as_ref(), &tuning, s, &label, seed)?,
                 Check::Smem => smem_variant(g, &tuning, &label)?,
                 Check::Bits {
                     reference,
