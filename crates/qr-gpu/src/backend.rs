@@ -59,6 +59,22 @@ fn alloc<T: cudarc::driver::DeviceRepr>(
     unsafe { stream.alloc::<T>(len) }.map_err(|e| alloc_error::<T>(len, e))
 }
 
+impl DeviceFactorization {
+    /// `LengthMismatch` for the first of an input of `a` elements and these
+    /// buffers that is shorter than the shape needs.
+    fn check_lens(&self, a: usize) -> Result<(), QrError> {
+        check_device_lens(
+            self.shape,
+            [
+                ("a", a),
+                ("h", self.h.len()),
+                ("tau", self.tau.len()),
+                ("info", self.info.len()),
+            ],
+        )
+    }
+}
+
 /// `LengthMismatch` for the first device buffer shorter than `shape` needs;
 /// longer buffers (reused allocations) are fine.
 fn check_device_lens(shape: Shape, have: [(&'static str, usize); 4]) -> Result<(), QrError> {
@@ -174,15 +190,7 @@ impl GpuBackend {
         out: &mut DeviceFactorization,
     ) -> Result<(), QrError> {
         let shape = out.shape;
-        check_device_lens(
-            shape,
-            [
-                ("a", a.len()),
-                ("h", out.h.len()),
-                ("tau", out.tau.len()),
-                ("info", out.info.len()),
-            ],
-        )?;
+        out.check_lens(a.len())?;
         let s = self.stream();
         let ops = Operands {
             a: dptr(a, s),
@@ -212,15 +220,7 @@ impl GpuBackend {
         }
         // The fields are public, so a caller can pair a shape with buffers
         // too short for it: an error, before any copy.
-        check_device_lens(
-            shape,
-            [
-                ("a", shape.a_len()),
-                ("h", dev.h.len()),
-                ("tau", dev.tau.len()),
-                ("info", dev.info.len()),
-            ],
-        )?;
+        dev.check_lens(shape.a_len())?;
         let (h, tau, info) = out.parts();
         let s = self.stream();
         let mut codes = vec![0i32; shape.info_len()];
@@ -277,17 +277,7 @@ impl GpuBackend {
         q: &mut CudaSlice<f32>,
         info: &mut CudaSlice<i32>,
     ) -> Result<(), QrError> {
-        check_at_least("h", shape.a_len(), h.len())?;
-        check_at_least("tau", shape.tau_len(), tau.len())?;
-        check_at_least("q", shape.a_len(), q.len())?;
-        check_at_least("info", shape.info_len(), info.len())?;
-        let s = self.stream();
-        let ops = QOperands {
-            h: dptr(h, s),
-            tau: dptr(tau, s),
-            out: dptr(q, s),
-            info: dptr(info, s),
-        };
+        let ops = self.q_operands(shape, (h, tau), ("q", shape.a_len(), q), info)?;
         self.run_q(shape, QOp::Orgqr, ops)
     }
 
@@ -302,18 +292,31 @@ impl GpuBackend {
         c: &mut CudaSlice<f32>,
         info: &mut CudaSlice<i32>,
     ) -> Result<(), QrError> {
+        let c_len = ApplyQ::c_len(shape, k)?;
+        let ops = self.q_operands(shape, (h, tau), ("c", c_len, c), info)?;
+        self.run_q(shape, QOp::Ormqr(op, k), ops)
+    }
+
+    /// The device pointers of a Q operation on `shape`, each buffer checked
+    /// against what it needs (`out`: its name, the floats it needs, it).
+    fn q_operands(
+        &self,
+        shape: Shape,
+        (h, tau): (&CudaSlice<f32>, &CudaSlice<f32>),
+        (name, need, out): (&'static str, usize, &mut CudaSlice<f32>),
+        info: &mut CudaSlice<i32>,
+    ) -> Result<QOperands, QrError> {
         check_at_least("h", shape.a_len(), h.len())?;
         check_at_least("tau", shape.tau_len(), tau.len())?;
-        check_at_least("c", ApplyQ::c_len(shape, k)?, c.len())?;
+        check_at_least(name, need, out.len())?;
         check_at_least("info", shape.info_len(), info.len())?;
         let s = self.stream();
-        let ops = QOperands {
+        Ok(QOperands {
             h: dptr(h, s),
             tau: dptr(tau, s),
-            out: dptr(c, s),
+            out: dptr(out, s),
             info: dptr(info, s),
-        };
-        self.run_q(shape, QOp::Ormqr(op, k), ops)
+        })
     }
 
     /// Queues `A = Q R` of the device batch `a`: geqrf into `f` (whose

@@ -68,12 +68,11 @@ impl Launch {
         value: u32,
         count: usize,
     ) -> Result<(), QrError> {
-        self.ctx.bind_to_thread().ctx("binding the context")?;
+        let s = stream.cu_stream();
         // SAFETY: `dst` addresses at least `count` words owned by the caller.
-        unsafe { cudarc::driver::sys::cuMemsetD32Async(dst, value, count, stream.cu_stream()) }
-            .result()
-            .ctx("cuMemsetD32Async")?;
-        Ok(())
+        self.driver("cuMemsetD32Async", || unsafe {
+            cudarc::driver::sys::cuMemsetD32Async(dst, value, count, s)
+        })
     }
 
     /// Queues on `stream` a device-to-device copy of `bytes`.
@@ -84,11 +83,21 @@ impl Launch {
         src: u64,
         bytes: usize,
     ) -> Result<(), QrError> {
-        self.ctx.bind_to_thread().ctx("binding the context")?;
+        let s = stream.cu_stream();
         // SAFETY: both ranges are `bytes` long, owned by the caller, disjoint.
-        unsafe { cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, stream.cu_stream()) }
-            .result()
-            .ctx("cuMemcpyDtoDAsync")?;
+        self.driver("cuMemcpyDtoDAsync", || unsafe {
+            cudarc::driver::sys::cuMemcpyDtoDAsync_v2(dst, src, bytes, s)
+        })
+    }
+
+    /// Binds the context to this thread, then makes the driver call `what`.
+    fn driver(
+        &self,
+        what: &str,
+        call: impl FnOnce() -> cudarc::driver::sys::CUresult,
+    ) -> Result<(), QrError> {
+        self.ctx.bind_to_thread().ctx("binding the context")?;
+        call().result().ctx(what)?;
         Ok(())
     }
 }

@@ -166,16 +166,8 @@ pub(crate) fn run(
         match op {
             QOp::Orgqr if let Some(cluster) = on_chip => {
                 q::prepare(launch, stream, prep(0), n, mats, false)?;
-                q::apply(
-                    launch,
-                    stream,
-                    (v, t, out),
-                    (n * n, n, n),
-                    n,
-                    mats,
-                    cluster,
-                    Apply::Form,
-                )?;
+                let (q_out, dims) = ((out, (n * n, n, n)), (n, mats, cluster));
+                q::apply(launch, stream, (v, t), q_out, dims, Apply::Form)?;
                 q::finish(launch, stream, (out, out_len), (bad, 0, obad, info), mats)?;
             }
             QOp::Orgqr => {
@@ -214,16 +206,8 @@ pub(crate) fn run(
                 q::prepare(launch, stream, prep(0), n, mats, reversed)?;
                 if let Some(cluster) = on_chip {
                     let mode = if reverse { Apply::Q } else { Apply::Qt };
-                    q::apply(
-                        launch,
-                        stream,
-                        (v, t, c),
-                        (n * k, k, k),
-                        n,
-                        mats,
-                        cluster,
-                        mode,
-                    )?;
+                    let c_out = (c, (n * k, k, k));
+                    q::apply(launch, stream, (v, t), c_out, (n, mats, cluster), mode)?;
                 } else {
                     let order: Vec<usize> = if reverse {
                         (0..q::blocks(n)).rev().collect()

@@ -61,6 +61,14 @@ pub(crate) fn grid_dim(x: usize) -> Result<u32, qr_core::QrError> {
     })
 }
 
+/// A dimension as a kernel's `int` argument; one past `i32` is an error
+/// naming the kernel family, not a wrapped value.
+pub(crate) fn kernel_int(x: usize, family: &str) -> Result<i32, qr_core::QrError> {
+    i32::try_from(x).map_err(|_| qr_core::QrError::Unsupported {
+        message: format!("a dimension of {x} exceeds the {family} kernels' int"),
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -122,12 +122,8 @@ pub fn plan(
     let route = match strategy {
         Strategy::Smem => {
             if n > smem_n {
-                return Err(QrError::Unsupported {
-                    message: format!(
-                        "strategy smem needs the whole matrix in shared memory: n = {n} > {smem_n} on {}",
-                        device.name
-                    ),
-                });
+                let why = format!("holds the whole matrix in shared memory: n = {n} > {smem_n}");
+                return Err(refused(Strategy::Smem, &why, device));
             }
             Route::Small(smem_layout(shape, device, tuning))
         }
@@ -139,6 +135,16 @@ pub fn plan(
         route,
         reason,
     })
+}
+
+/// Why `strategy` cannot run on `device`: it `why`.
+fn refused(strategy: Strategy, why: &str, device: &DeviceInfo) -> QrError {
+    QrError::Unsupported {
+        message: format!(
+            "strategy {strategy} cannot run on {}: it {why}",
+            device.name
+        ),
+    }
 }
 
 /// The panel loop of a blocked `strategy` for `shape` on `device`, or why
@@ -155,23 +161,15 @@ fn blocked(
     let (meeting, panel) = match strategy {
         Strategy::Blocked => {
             if n > panel_rows {
-                return Err(QrError::Unsupported {
-                    message: format!(
-                        "strategy blocked holds a whole panel in one block: n = {n} > {panel_rows} rows on {}",
-                        device.name
-                    ),
-                });
+                let why = format!("holds a whole panel in one block: n = {n} > {panel_rows} rows");
+                return Err(refused(Strategy::Blocked, &why, device));
             }
             (Meeting::Alone, alone_panel(shape, device, tuning, tensor))
         }
         Strategy::Cluster => {
             if !has_clusters(device) {
-                return Err(QrError::Unsupported {
-                    message: format!(
-                        "strategy cluster needs thread-block clusters (sm_90+), which {} lacks",
-                        device.name
-                    ),
-                });
+                let why = "needs thread-block clusters (sm_90+)";
+                return Err(refused(Strategy::Cluster, why, device));
             }
             let k = cluster_size(shape, device, tuning).ok_or_else(|| QrError::Unsupported {
                 message: format!(
@@ -197,12 +195,11 @@ fn blocked(
         // `plan` routes `Smem` to the whole-matrix kernel, never here.
         Strategy::Large | Strategy::Smem => {
             if !device.cooperative_launch {
-                return Err(QrError::Unsupported {
-                    message: format!(
-                        "strategy large needs cooperative launches, which {} lacks",
-                        device.name
-                    ),
-                });
+                return Err(refused(
+                    Strategy::Large,
+                    "needs cooperative launches",
+                    device,
+                ));
             }
             let (min_rows, max_rows) = tuning.large_rows_per_block;
             let max_rows = max_rows.min(panel_rows).max(1);

@@ -117,12 +117,31 @@ pub(crate) fn same_bits(
 ) -> Result<(), Failed> {
     for (sp, i) in specs {
         let a = generate(sp, seed + *i as u64);
-        gate(variant, sp.shape()?, &a, &format!("{label} {sp}"))?;
-        let one = geqrf(variant, sp.shape()?, &a)?;
-        let two = geqrf(reference, sp.shape()?, &a)?;
-        if !same_outputs(&one, &two) {
-            return Err(format!("{label} {sp}: differs from the reference").into());
-        }
+        gated_same(
+            variant,
+            reference,
+            sp.shape()?,
+            &a,
+            &format!("{label} {sp}"),
+        )?;
+    }
+    Ok(())
+}
+
+/// `a` passes the gate on `variant`, whose H, tau and info are then
+/// bitwise `reference`'s (the same backend: two runs agree).
+pub(crate) fn gated_same(
+    variant: &GpuBackend,
+    reference: &GpuBackend,
+    shape: Shape,
+    a: &[f32],
+    label: &str,
+) -> Result<(), Failed> {
+    gate(variant, shape, a, label)?;
+    let one = geqrf(variant, shape, a)?;
+    let two = geqrf(reference, shape, a)?;
+    if !same_outputs(&one, &two) {
+        return Err(format!("{label}: the bits differ between the runs").into());
     }
     Ok(())
 }
@@ -163,13 +182,13 @@ pub(crate) fn panel_variant(
 /// runs give the same bits.
 pub(crate) fn tiny_twice(b: &GpuBackend, sp: Spec, seed: u64, label: &str) -> Result<(), Failed> {
     let tiny: Vec<f32> = generate(&sp, seed).iter().map(|x| x * 1e-30).collect();
-    gate(b, sp.shape()?, &tiny, &format!("{label} {sp} times 1e-30"))?;
-    let one = geqrf(b, sp.shape()?, &tiny)?;
-    let two = geqrf(b, sp.shape()?, &tiny)?;
-    if !same_outputs(&one, &two) {
-        return Err(format!("{label}: two runs differ").into());
-    }
-    Ok(())
+    gated_same(
+        b,
+        b,
+        sp.shape()?,
+        &tiny,
+        &format!("{label} {sp} times 1e-30"),
+    )
 }
 
 /// `sp`'s input (seeded `seed`) times 1e-30 and times 1e+30, with column

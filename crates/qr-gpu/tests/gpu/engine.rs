@@ -78,29 +78,30 @@ pub(crate) fn device_api_round_trip(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 }
 
 pub(crate) fn peer_cusolver(_g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let p = CusolverBackend::new(0)?;
-    for n in [1, 33, 200, 513] {
-        let sp = spec(2, n, 2.0, Case::Dense);
-        gate(
-            &p,
-            sp.shape()?,
-            &generate(&sp, 8),
-            &format!("cusolver {sp}"),
-        )?;
-    }
-    Ok(())
+    peer_gates(
+        &CusolverBackend::new(0)?,
+        "cusolver",
+        (2, &[1, 33, 200, 513]),
+    )
 }
 
 pub(crate) fn peer_cublas_batched(_g: &Arc<GpuBackend>) -> Result<(), Failed> {
-    let p = CublasBatchedBackend::new(0)?;
-    for n in [1, 33, 100] {
-        let sp = spec(3, n, 2.0, Case::Dense);
-        gate(
-            &p,
-            sp.shape()?,
-            &generate(&sp, 8),
-            &format!("cublas-batched {sp}"),
-        )?;
+    peer_gates(
+        &CublasBatchedBackend::new(0)?,
+        "cublas-batched",
+        (3, &[1, 33, 100]),
+    )
+}
+
+/// The peer `p` passes the gate on `batch` dense matrices of each order.
+fn peer_gates(
+    p: &dyn Backend,
+    name: &str,
+    (batch, orders): (usize, &[usize]),
+) -> Result<(), Failed> {
+    for &n in orders {
+        let sp = spec(batch, n, 2.0, Case::Dense);
+        gate(p, sp.shape()?, &generate(&sp, 8), &format!("{name} {sp}"))?;
     }
     Ok(())
 }

@@ -11,8 +11,8 @@ use qr_gpu::{GpuBackend, Panel, PlanEdit, Route, Strategy, Update};
 use qr_verify::{Case, generate};
 
 use super::common::{
-    batch_for, extreme_scales_twice, gate, gate_orders, panel_variant, same_bits, same_f32_bits,
-    same_outputs, sizes_and_cases, spec, tiny_twice,
+    batch_for, extreme_scales_twice, gate, gate_orders, gated_same, panel_variant, same_bits,
+    same_f32_bits, sizes_and_cases, spec, tiny_twice,
 };
 use super::strategies::zero_columns_on;
 
@@ -151,12 +151,13 @@ pub(crate) fn tensor_warps_4(g: &Arc<GpuBackend>) -> Result<(), Failed> {
             gate(&b, sp.shape()?, &a, &format!("{s} tensor warps 4 {sp}"))?;
         }
         let sp = spec(2, 257, 1.0, Case::Dense);
-        let a = generate(&sp, 17);
-        let one = geqrf(&b, sp.shape()?, &a)?;
-        let two = geqrf(&b, sp.shape()?, &a)?;
-        if !same_outputs(&one, &two) {
-            return Err(format!("{s} tensor warps 4: two runs differ").into());
-        }
+        gated_same(
+            &b,
+            &b,
+            sp.shape()?,
+            &generate(&sp, 17),
+            &format!("{label} {sp}"),
+        )?;
     }
     Ok(())
 }
@@ -189,13 +190,8 @@ pub(crate) fn tensor_row_split(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         let case = Case::ALL_QR_V2[(i + 1) % Case::ALL_QR_V2.len()];
         let sp = spec(batch, n, 2.0, case);
         let a = generate(&sp, 3400 + i as u64);
-        gate(&on, sp.shape()?, &a, &format!("tensor row split {sp}"))?;
         gate(&off, sp.shape()?, &a, &format!("no tensor row split {sp}"))?;
-        let one = geqrf(&on, sp.shape()?, &a)?;
-        let two = geqrf(&on, sp.shape()?, &a)?;
-        if !same_outputs(&one, &two) {
-            return Err(format!("tensor row split {sp}: two runs differ").into());
-        }
+        gated_same(&on, &on, sp.shape()?, &a, &format!("tensor row split {sp}"))?;
     }
     Ok(())
 }

@@ -126,11 +126,7 @@ pub(crate) fn launch(
         block_dim: (threads, 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    let int = |x: usize| -> Result<i32, QrError> {
-        i32::try_from(x).map_err(|_| QrError::Unsupported {
-            message: format!("a matrix dimension of {x} exceeds the smem kernels' int"),
-        })
-    };
+    let int = |x| super::kernel_int(x, "smem");
     let (n, lda, ldg) = (int(n)?, int(lda)?, int(n)?);
     let mstride = (shape.n() * shape.n()) as i64;
     // Whole matrices: row stride and tau stride n, `corner` 0 (smem.cu).

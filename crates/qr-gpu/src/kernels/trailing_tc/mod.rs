@@ -233,11 +233,7 @@ pub(crate) fn launch(
         block_dim: (32 * warps, 1, 1),
         shared_mem_bytes: smem as u32,
     };
-    let int = |x: usize| -> Result<i32, QrError> {
-        i32::try_from(x).map_err(|_| QrError::Unsupported {
-            message: format!("a trailing dimension of {x} exceeds the kernel's int"),
-        })
-    };
+    let int = |x| super::kernel_int(x, "trailing_tc");
     let (lda, nrow_i, ntrail_i, w_i) = (int(op.lda)?, int(nrow)?, int(ntrail)?, int(w)?);
     let (panel_col, trail_col) = (int(op.panel_col)?, int(op.trail_col)?);
     let (sa, sv, st) = (op.a_stride as i64, op.v_stride as i64, op.t_stride as i64);

@@ -286,15 +286,12 @@ pub(crate) fn apply_cluster(n: usize, optin: usize, most: u32) -> Option<u32> {
 /// `cols` columns of each `c` (`c_stride` floats apart, leading dimension
 /// `ld`), 32 columns a tile held in the shared memory of a cluster of
 /// `cluster` blocks (from [`apply_cluster`]), as `mode` says.
-#[allow(clippy::too_many_arguments)]
 pub(crate) fn apply(
     k: &Launch,
     stream: &CudaStream,
-    (v, t, c): (u64, u64, u64),
-    (c_stride, ld, cols): (usize, usize, usize),
-    n: usize,
-    mats: usize,
-    cluster: u32,
+    (v, t): (u64, u64),
+    (c, (c_stride, ld, cols)): (u64, (usize, usize, usize)),
+    (n, mats, cluster): (usize, usize, u32),
     mode: Apply,
 ) -> Result<(), QrError> {
     let f = k.function(&SOURCE, &defines(cluster), APPLY)?;
@@ -343,9 +340,7 @@ fn sliced(mats: usize, slices: u32) -> Result<LaunchConfig, QrError> {
 }
 
 fn int(x: usize) -> Result<i32, QrError> {
-    i32::try_from(x).map_err(|_| QrError::Unsupported {
-        message: format!("a dimension of {x} exceeds the Q kernels' int"),
-    })
+    crate::kernels::kernel_int(x, "Q")
 }
 
 #[cfg(test)]
