@@ -43,6 +43,7 @@ py)
     t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >>"$out/py.txt" 2>&1
     for site in /tmp/site-main /tmp/site-host; do
         echo "== $site" >>"$out/py.txt"
+        left 30 && PYTHONPATH=$site t timeout -k 5 $(cap 40) python3 tools/devrun/py_overhead.py 20 32 >>"$out/py.txt" 2>&1
         left 60 && PYTHONPATH=$site t timeout -k 5 $(cap 150) python3 -m qr_rs.bench --device cuda --cases dense --ops geqrf,qr --budget 0.3 >>"$out/py.txt" 2>&1
     done
     left 40 && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 60) python3 crates/qr-py/examples/shampoo_step.py >>"$out/py.txt" 2>&1
