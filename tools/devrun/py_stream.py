@@ -4,30 +4,21 @@ times it (256 MiB written before each call).
 
 usage: python3 py_stream.py [BATCH N]   (qr_rs and torch importable)
 """
-import statistics
+import os
 import sys
 
 import torch
 
 import qr_rs
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+from py_overhead import event_times  # noqa: E402
+
 BATCH, N = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (20, 32)
 
 
-def timed(fn, reps=400):
-    buf = torch.empty(64 << 20, dtype=torch.float32, device="cuda")
-    start = torch.cuda.Event(enable_timing=True)
-    end = torch.cuda.Event(enable_timing=True)
-    fn()
-    out = []
-    for _ in range(reps):
-        buf.fill_(1.0)
-        start.record()
-        fn()
-        end.record()
-        end.synchronize()
-        out.append(start.elapsed_time(end) * 1e3)
-    return statistics.median(out)
+def timed(fn):
+    return event_times(fn, 0)
 
 
 def main():
