@@ -1,25 +1,29 @@
 #!/usr/bin/env bash
-# The device calls the sixth session left, in two parts of one call each
-# (CALL_S seconds, 570 unless set, each step while they allow):
-#   part q   (issue 30): every GPU test, then orgqr, ormqr and qr on the
-#            test set for seeds 0, 1 and 2 and on the benchmark set for
-#            seeds 1 and 2;
-#   part py  (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
-#            of inputs per pass, as the suite) on the dense cases, for the
-#            main build's wheel and the branch py-host-path's, the
-#            Shampoo-style step, then ncu's HBM bytes of one geqrf at
-#            640 x 512 and 60 x 1024 with the caches as the run leaves them.
+# The device calls the sixth session left, in three parts of one call each
+# (CALL_S seconds, 570 unless set, each step while they allow; chain them
+# while the machine is warm):
+#   part q     (issues 30, 32): every GPU test, then orgqr, ormqr and qr on
+#              the test set for seeds 0, 1 and 2;
+#   part seeds (issue 30): orgqr, qr and ormqr on the benchmark set for
+#              seeds 1 and 2;
+#   part py    (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
+#              of inputs per pass, as the suite) on the dense cases, for the
+#              main build's wheel and the branch py-host-path's, the
+#              Shampoo-style step, then ncu's HBM bytes of one geqrf at
+#              640 x 512 and 60 x 1024 with the caches as the run leaves them.
 # Stage the builds (from the repository root): `prepare.sh MAIN --wheel` on
 # main, and for part py also `prepare.sh HOST --wheel` on py-host-path
 # (MATURIN=... where maturin is not on PATH); then, with carry [".devrun"]:
 #   bash tools/devrun/pending_call.sh q MAIN
+#   bash tools/devrun/pending_call.sh seeds MAIN
 #   bash tools/devrun/pending_call.sh py MAIN HOST
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
-# part q: tests.log, q_tests.txt, q_seeds.txt; part py: py.txt, ncu.txt.
+# part q: tests.log, q_tests.txt; part seeds: q_seeds.txt; part py: py.txt,
+# ncu.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-part=${1:?usage: pending_call.sh q|py MAIN [HOST]}
-b=.devrun/${2:?usage: pending_call.sh q|py MAIN [HOST]}
+part=${1:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
+b=.devrun/${2:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
 cap() { local r; r=$(rest); echo $(( r < $1 ? r : $1 )); }
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
 case $part in
@@ -30,9 +34,11 @@ q)
             left 30 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed >>"$out/q_tests.txt" 2>&1
         done
     done
+    ;;
+seeds)
     for seed in 1 2; do
         for op in orgqr qr ormqr; do
-            left 30 && t timeout -k 5 $(cap 90) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed $seed >>"$out/q_seeds.txt" 2>&1
+            left 30 && t timeout -k 5 $(cap 100) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed $seed >>"$out/q_seeds.txt" 2>&1
         done
     done
     ;;
