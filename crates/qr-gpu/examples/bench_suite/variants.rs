@@ -43,6 +43,7 @@ const FEW_CASES: [&str; 6] = [
 ];
 
 /// One sweep row.
+#[derive(Clone)]
 pub(super) struct Variant {
     /// The case (`batch,n,cond,case`).
     pub case: &'static str,
@@ -71,16 +72,15 @@ fn add(
     strategy: Option<Strategy>,
     tuning: &Tuning,
 ) {
-    for &case in specs {
-        variants.push(Variant {
-            case,
-            knob,
-            value: value.clone(),
-            strategy,
-            tuning: tuning.clone(),
-            edit: None,
-        });
-    }
+    let row = Variant {
+        case: "",
+        knob,
+        value,
+        strategy,
+        tuning: tuning.clone(),
+        edit: None,
+    };
+    add_row(variants, specs, row);
 }
 
 /// As [`add`] with no strategy forced, the planner's plans changed by
@@ -92,16 +92,23 @@ fn add_edited(
     tuning: &Tuning,
     edit: Option<PlanEdit>,
 ) {
-    for &case in specs {
-        variants.push(Variant {
-            case,
-            knob,
-            value: value.clone(),
-            strategy: None,
-            tuning: tuning.clone(),
-            edit: edit.clone(),
-        });
-    }
+    let row = Variant {
+        case: "",
+        knob,
+        value,
+        strategy: None,
+        tuning: tuning.clone(),
+        edit,
+    };
+    add_row(variants, specs, row);
+}
+
+/// `row` on each of `specs`.
+fn add_row(variants: &mut Vec<Variant>, specs: &[&'static str], row: Variant) {
+    variants.extend(specs.iter().map(|&case| Variant {
+        case,
+        ..row.clone()
+    }));
 }
 
 /// Every sweep row: the tuning variants on the shapes each knob matters
@@ -479,7 +486,7 @@ pub(super) fn variants() -> Vec<Variant> {
     // launch by launch (an edit): on the planner's plans, and for the large
     // batches with the checks stream off (a plan with it has no graph).
     for on in [false, true] {
-        let edit = (!on).then(|| PlanEdit::schedule("launch by launch", |s| s.graph = false));
+        let edit = (!on).then(PlanEdit::launch_by_launch);
         add_edited(
             &mut variants,
             &DENSE_CASES[1..],

@@ -39,14 +39,15 @@ impl<'a> Planner<'a> {
 
     /// geqrf's plan for `shape`.
     pub fn plan(&self, shape: Shape) -> Result<Plan, QrError> {
-        self.edited(plan::plan(shape, self.device, self.tuning, self.forced)?)
+        let p = plan::plan(shape, self.device, self.tuning, self.forced)?;
+        Ok(self.edited(p))
     }
 
-    fn edited(&self, mut p: Plan) -> Result<Plan, QrError> {
+    fn edited(&self, mut p: Plan) -> Plan {
         if let Some(edit) = self.edit {
             edit.apply(&mut p);
         }
-        Ok(p)
+        p
     }
 
     /// The tensor-core update settings `orgqr` and `ormqr` use for `shape`:
@@ -57,12 +58,8 @@ impl<'a> Planner<'a> {
         if p.strategy() != Strategy::Smem {
             return Ok(p);
         }
-        self.edited(plan::plan(
-            shape,
-            self.device,
-            self.tuning,
-            Some(Strategy::Blocked),
-        )?)
+        let p = plan::plan(shape, self.device, self.tuning, Some(Strategy::Blocked))?;
+        Ok(self.edited(p))
     }
 
     /// The trailing update of [`Planner::q_plan`].

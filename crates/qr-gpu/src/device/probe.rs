@@ -111,53 +111,59 @@ fn unavailable(reason: impl Into<String>) -> QrError {
     }
 }
 
+/// `Ok` where `present` (a library's `is_culib_present()`), else why not:
+/// the `what` library (file `name`) could not be loaded.
+fn loaded(present: bool, what: &str, name: &str) -> Result<(), QrError> {
+    if present {
+        Ok(())
+    } else {
+        Err(unavailable(format!(
+            "the {what} library ({name}) could not be loaded"
+        )))
+    }
+}
+
 /// Checks that the driver and NVRTC libraries can be loaded. Must come before
 /// any other cudarc call.
 pub(crate) fn check_core_libraries() -> Result<(), QrError> {
     // SAFETY: these only try to open the shared libraries by name and close
     // them again; no symbol is called.
-    if !unsafe { cudarc::driver::sys::is_culib_present() } {
-        return Err(unavailable(
-            "the CUDA driver library (libcuda) could not be loaded",
-        ));
-    }
+    loaded(
+        unsafe { cudarc::driver::sys::is_culib_present() },
+        "CUDA driver",
+        "libcuda",
+    )?;
     check_nvrtc()
 }
 
 /// Checks that NVRTC can be loaded (all that compiling needs; no driver).
 pub(crate) fn check_nvrtc() -> Result<(), QrError> {
     // SAFETY: only opens and closes the library; no symbol is called.
-    if unsafe { cudarc::nvrtc::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(unavailable(
-            "the NVRTC library (libnvrtc) could not be loaded",
-        ))
-    }
+    loaded(
+        unsafe { cudarc::nvrtc::sys::is_culib_present() },
+        "NVRTC",
+        "libnvrtc",
+    )
 }
 
 /// Checks that cuBLAS can be loaded (the blocked paths need it).
 pub(crate) fn check_cublas() -> Result<(), QrError> {
     // SAFETY: only opens and closes the library.
-    if unsafe { cudarc::cublas::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(unavailable(
-            "the cuBLAS library (libcublas) could not be loaded",
-        ))
-    }
+    loaded(
+        unsafe { cudarc::cublas::sys::is_culib_present() },
+        "cuBLAS",
+        "libcublas",
+    )
 }
 
 /// Checks that cuSOLVER can be loaded (the cuSOLVER peer needs it).
 pub(crate) fn check_cusolver() -> Result<(), QrError> {
     // SAFETY: only opens and closes the library.
-    if unsafe { cudarc::cusolver::sys::is_culib_present() } {
-        Ok(())
-    } else {
-        Err(unavailable(
-            "the cuSOLVER library (libcusolver) could not be loaded",
-        ))
-    }
+    loaded(
+        unsafe { cudarc::cusolver::sys::is_culib_present() },
+        "cuSOLVER",
+        "libcusolver",
+    )
 }
 
 /// Describes device 0, or says why there is no usable CUDA device. Never panics.

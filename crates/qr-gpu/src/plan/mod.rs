@@ -148,6 +148,12 @@ impl PlanEdit {
         })
     }
 
+    /// Every blocked plan queued launch by launch, as a plan outside a
+    /// graph is: the side a graph is compared with.
+    pub fn launch_by_launch() -> Self {
+        Self::schedule("launch by launch", |s| s.graph = false)
+    }
+
     /// A plan edit that changes a blocked plan's schedule with `f`.
     pub fn schedule(
         label: &'static str,

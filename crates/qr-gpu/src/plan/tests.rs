@@ -147,7 +147,7 @@ fn graphs_for_panel_chains_without_the_checks_stream() {
     assert!(!at(640, 512, &t).graph());
     // An edit turns it off, and the plan says so.
     let mut off = at(40, 352, &t);
-    crate::plan::PlanEdit::schedule("launch by launch", |s| s.graph = false).apply(&mut off);
+    crate::plan::PlanEdit::launch_by_launch().apply(&mut off);
     assert!(!off.graph() && off.forced);
     assert!(
         off.to_string().contains("edited: launch by launch"),

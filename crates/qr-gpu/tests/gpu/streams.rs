@@ -13,12 +13,6 @@ use qr_verify::{Case, generate};
 
 use super::common::{gate, same_bits, same_f32_bits, same_outputs, sizes_and_cases, spec};
 
-/// Every plan queued launch by launch, as a plan outside a graph is: the
-/// side the graphs are compared with.
-fn launch_by_launch() -> PlanEdit {
-    PlanEdit::schedule("launch by launch", |s| s.graph = false)
-}
-
 /// Plans run as CUDA graphs (`Schedule::graph`, on for the blocked and
 /// cluster paths without the checks stream; a call is recorded the second
 /// time its plan, operands and workspace are seen and replayed after): on
@@ -32,7 +26,9 @@ fn launch_by_launch() -> PlanEdit {
 pub(crate) fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     for s in [Strategy::Blocked, Strategy::Cluster] {
         let on = (**g).clone().with_strategy(Some(s));
-        let off = on.clone().with_plan_edit(Some(launch_by_launch()));
+        let off = on
+            .clone()
+            .with_plan_edit(Some(PlanEdit::launch_by_launch()));
         let specs = sizes_and_cases(&[33, 64, 65, 97, 200, 512, 1000], (3, 300, 0.0), 20);
         same_bits(&on, &off, &specs, 2000, &format!("{s} graphs"))?;
         let small = spec(3, 200, 1.0, Case::Dense);
@@ -66,7 +62,9 @@ pub(crate) fn graphs(g: &Arc<GpuBackend>) -> Result<(), Failed> {
 /// one and replayed after: two recordings while the other thread runs.
 pub(crate) fn graphs_beside_another_thread(g: &Arc<GpuBackend>) -> Result<(), Failed> {
     let on = (**g).clone().with_strategy(Some(Strategy::Blocked));
-    let off = on.clone().with_plan_edit(Some(launch_by_launch()));
+    let off = on
+        .clone()
+        .with_plan_edit(Some(PlanEdit::launch_by_launch()));
     let (s1, s2) = (
         spec(3, 200, 1.0, Case::Dense),
         spec(4, 48, 1.0, Case::Dense),
@@ -142,7 +140,7 @@ pub(crate) fn batch_lanes(g: &Arc<GpuBackend>) -> Result<(), Failed> {
         .clone()
         .with_strategy(Some(Strategy::Blocked))
         .with_tuning(base.clone())
-        .with_plan_edit(Some(launch_by_launch()));
+        .with_plan_edit(Some(PlanEdit::launch_by_launch()));
     for lanes in [2, 3, 4] {
         // Lanes on batches the planner keeps them from (fewer than two
         // matrices an SM), outside graphs, as the planner would plan them.
