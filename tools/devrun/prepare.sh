@@ -18,7 +18,7 @@ mkdir -p ".devrun/$name"
 cp target/release/qr ".devrun/$name/qr"
 cp "$tests" ".devrun/$name/gpu_tests"
 cp target/release/examples/bench_suite ".devrun/$name/bench_suite"
-strip ".devrun/$name"/*
+strip ".devrun/$name"/{qr,gpu_tests,bench_suite}
 if [ "${2:-}" = --wheel ]; then
     # The qr_rs wheel (abi3), for py_call.sh; maturin from PATH or $MATURIN.
     ${MATURIN:-maturin} build --release --strip -m crates/qr-py/Cargo.toml --out ".devrun/$name"
