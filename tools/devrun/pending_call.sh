@@ -10,7 +10,8 @@
 #              of inputs per pass, as the suite) on the dense cases, for the
 #              main build's wheel and the branch py-host-path's, the
 #              Shampoo-style step, then ncu's HBM bytes of one geqrf at
-#              640 x 512 and 60 x 1024 with the caches as the run leaves them.
+#              640 x 512 and 60 x 1024 with the caches as the run leaves them,
+#              and ncu's sections of two updates and two panels at 640 x 512.
 # Stage the builds (from the repository root): `prepare.sh MAIN --wheel` on
 # main, and for part py also `prepare.sh HOST --wheel` on py-host-path
 # (MATURIN=... where maturin is not on PATH); then, with carry [".devrun"]:
@@ -19,7 +20,7 @@
 #   bash tools/devrun/pending_call.sh py MAIN HOST
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
 # part q: tests.log, q_tests.txt; part seeds: q_seeds.txt; part py: py.txt,
-# ncu.txt.
+# ncu.txt, ncu_sections.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 part=${1:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
@@ -60,6 +61,12 @@ py)
             --csv "$b/qr" check --backend gpu --spec "$spec" >"/tmp/ncu_$spec.csv" 2>&1
         python3 tools/devrun/ncu_bytes.py "$spec" "/tmp/ncu_$spec.csv" >>"$out/ncu.txt" 2>&1
     done
+    # Where one update and one panel of 640 x 512 spend their time (issue
+    # 33): throughput against the peaks, occupancy and the warps' stalls,
+    # four launches after the first four.
+    left 60 && t timeout -k 5 $(cap 120) ncu -k regex:'trailing_tc|panelreg' -s 4 -c 4 \
+        --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+        "$b/qr" check --backend gpu --spec 640,512,2,dense >"$out/ncu_sections.txt" 2>&1
     ;;
 *) echo "unknown part $part" >&2; exit 2 ;;
 esac
