@@ -7,8 +7,9 @@
 #   part seeds (issue 30): orgqr, qr and ormqr on the benchmark set for
 #              seeds 1 and 2;
 #   part py    (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
-#              of inputs per pass, as the suite) on the dense cases, for the
-#              main build's wheel and the branch py-host-path's, the
+#              of inputs per pass, the stream held, as the suite) on the
+#              dense cases from the branch py-host-path's wheel, the host's
+#              time per call of the main build's wheel and the branch's, the
 #              Shampoo-style step, then ncu's HBM bytes of one geqrf at
 #              640 x 512 and 60 x 1024 with the caches as the run leaves them,
 #              and ncu's sections of two updates and two panels at 640 x 512.
@@ -48,10 +49,10 @@ py)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-main "$b"/qr_rs-*.whl >>"$out/log.txt" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-host "$host"/qr_rs-*.whl >>"$out/log.txt" 2>&1
     t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >>"$out/py.txt" 2>&1
+    left 60 && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 200) python3 -m qr_rs.bench --device cuda --cases dense --ops geqrf,qr --budget 0.3 >>"$out/py.txt" 2>&1
     for site in /tmp/site-main /tmp/site-host; do
         echo "== $site" >>"$out/py.txt"
         left 30 && PYTHONPATH=$site t timeout -k 5 $(cap 40) python3 tools/devrun/py_overhead.py 20 32 >>"$out/py.txt" 2>&1
-        left 60 && PYTHONPATH=$site t timeout -k 5 $(cap 150) python3 -m qr_rs.bench --device cuda --cases dense --ops geqrf,qr --budget 0.3 >>"$out/py.txt" 2>&1
     done
     left 40 && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 60) python3 crates/qr-py/examples/shampoo_step.py >>"$out/py.txt" 2>&1
     # The blocking model's traffic (docs/perf/blocking-model.md): HBM bytes
