@@ -58,14 +58,14 @@ py)
     # The blocking model's traffic (docs/perf/blocking-model.md): HBM bytes
     # of one factorization with the caches left as the run leaves them.
     for spec in 640,512,2,dense 60,1024,2,dense; do
-        left 60 && t timeout -k 5 $(cap 120) ncu --cache-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
+        left 60 && t timeout -k 5 $(cap 120) ncu --clock-control none --cache-control none --metrics dram__bytes_read.sum,dram__bytes_write.sum,gpu__time_duration.sum \
             --csv "$b/qr" check --backend gpu --spec "$spec" >"/tmp/ncu_$spec.csv" 2>&1
         python3 tools/devrun/ncu_bytes.py "$spec" "/tmp/ncu_$spec.csv" >>"$out/ncu.txt" 2>&1
     done
     # Where one update and one panel of 640 x 512 spend their time (issue
     # 33): throughput against the peaks, occupancy and the warps' stalls,
     # four launches after the first four.
-    left 60 && t timeout -k 5 $(cap 120) ncu -k regex:'trailing_tc|panelreg' -s 4 -c 4 \
+    left 60 && t timeout -k 5 $(cap 120) ncu --clock-control none -k regex:'trailing_tc|panelreg' -s 4 -c 4 \
         --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
         "$b/qr" check --backend gpu --spec 640,512,2,dense >"$out/ncu_sections.txt" 2>&1
     ;;
