@@ -8,7 +8,8 @@
 #              seeds 1 and 2;
 #   part py    (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
 #              of inputs per pass, the stream held, as the suite) on the
-#              dense cases from the branch py-host-path's wheel, the host's
+#              dense cases from the branch py-host-path's wheel (after its
+#              CUDA pytest), the host's
 #              time per call of the main build's wheel and the branch's, the
 #              Shampoo-style step, then ncu's HBM bytes of one geqrf at
 #              640 x 512 and 60 x 1024 with the caches as the run leaves them,
@@ -21,7 +22,7 @@
 #   bash tools/devrun/pending_call.sh py MAIN HOST
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
 # part q: tests.log, q_tests.txt; part seeds: q_seeds.txt; part py: py.txt,
-# ncu.txt, ncu_sections.txt.
+# pytest.log, ncu.txt, ncu_sections.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
 part=${1:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
@@ -49,6 +50,7 @@ py)
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-main "$b"/qr_rs-*.whl >>"$out/log.txt" 2>&1
     python3 -m pip install -q --no-index --no-deps --no-compile --target /tmp/site-host "$host"/qr_rs-*.whl >>"$out/log.txt" 2>&1
     t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 --filter dense >>"$out/py.txt" 2>&1
+    left 40 && (cd crates/qr-py && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 60) python3 -m pytest -q -rs tests/test_gpu.py >"$out/pytest.log" 2>&1)
     left 60 && PYTHONPATH=/tmp/site-host t timeout -k 5 $(cap 200) python3 -m qr_rs.bench --device cuda --cases dense --ops geqrf,qr --budget 0.3 >>"$out/py.txt" 2>&1
     for site in /tmp/site-main /tmp/site-host; do
         echo "== $site" >>"$out/py.txt"
