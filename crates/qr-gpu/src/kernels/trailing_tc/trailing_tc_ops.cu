@@ -236,7 +236,7 @@ __device__ __forceinline__ tc_f4 tc_load_a4(const float* p, int col, int ncols) 
 // read, and the stores, which the next step's bulk update reads) are
 // marked to leave L2 first, so that first reads and V stay. Where the batch
 // fits in L2 they would have stayed, so the plan sets TC_L2HINT only for
-// batches several times L2 (`Tuning::tensor_l2_hints_min_l2`).
+// batches of at least two L2s (`L2_HINTS_MIN_L2`, plan/choose.rs).
 // A policy is an opaque 64-bit value made by createpolicy (sm_80+).
 // Under the host emulator a policy is its level (1 first, 2 last).
 __device__ __forceinline__ unsigned long long tc_policy_evict_first() {
