@@ -2,11 +2,11 @@
 # The device calls the sixth session left, in three parts of one call each
 # (CALL_S seconds, 570 unless set, each step while they allow; chain them
 # while the machine is warm):
-#   part q     (issue 32): every GPU test, then `qr suite --op geqrf` on
+#   part q     (issues 30, 32): every GPU test, orgqr, ormqr and qr on the
+#              test set for seeds 0, 1 and 2, then `qr suite --op geqrf` on
 #              the benchmark set beside the seed (anchor_subset.py);
-#   part seeds (issue 30): orgqr, ormqr and qr on the test set for seeds 0,
-#              1 and 2 and on the benchmark set for seeds 1 and 2, timed
-#              briefly;
+#   part seeds (issue 30): orgqr, qr and ormqr on the benchmark set for
+#              seeds 1 and 2, timed briefly;
 #   part py    (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
 #              of inputs per pass, the stream held, as the suite) on the
 #              dense cases from the branch py-host-path's wheel (after its
@@ -22,7 +22,7 @@
 #   bash tools/devrun/pending_call.sh seeds MAIN
 #   bash tools/devrun/pending_call.sh py MAIN HOST
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
-# part q: tests.log, suite_geqrf.txt, anchor.txt; part seeds: q_tests.txt,
+# part q: tests.log, q_tests.txt, suite_geqrf.txt, anchor.txt; part seeds:
 # q_seeds.txt; part py: py.txt,
 # pytest.log, ncu.txt, ncu_sections.txt.
 set -uo pipefail
@@ -31,24 +31,25 @@ part=${1:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
 b=.devrun/${2:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
 cap() { local r; r=$(rest); echo $(( r < $1 ? r : $1 )); }
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
+# Correctness runs: a few repetitions of two inputs per case.
+quick=(--budget 0.2 --max-inputs 2)
 case $part in
 q)
-    # Every GPU test (about 320 s on the H100), then the benchmark set
-    # beside the seed (issue 32's side-by-side table).
+    # Every GPU test (about 320 s on the H100), the Q operations on the
+    # test set for three seeds (never run on the GPU; timed briefly: the
+    # gate is the point), then, as time allows, the benchmark set beside the
+    # seed (issue 32's side-by-side table).
     QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1
-    left 60 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 >"$out/suite_geqrf.txt" 2>&1
-    left 60 && (cd .devrun && SEED=qr_v2_submission.txt t timeout -k 5 $(cap 160) python3 anchor_subset.py 20,32 40,176 40,352 640,512 60,1024 8,2048 2,4096 >"$out/anchor.txt" 2>&1)
-    ;;
-seeds)
-    # Correctness over three seeds: the timing budget cut to a few
-    # repetitions of two inputs (the gate is the point; seed 0's times are
-    # the reference).
-    quick=(--budget 0.2 --max-inputs 2)
     for seed in 0 1 2; do
         for op in orgqr ormqr qr; do
-            left 30 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
+            left 25 && t timeout -k 5 $(cap 40) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
         done
     done
+    left 50 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 >"$out/suite_geqrf.txt" 2>&1
+    left 100 && (cd .devrun && SEED=qr_v2_submission.txt t timeout -k 5 $(cap 160) python3 anchor_subset.py 20,32 40,176 40,352 640,512 60,1024 8,2048 2,4096 >"$out/anchor.txt" 2>&1)
+    ;;
+seeds)
+    # Seeds 1 and 2 of the Q operations on the benchmark set.
     for seed in 1 2; do
         for op in orgqr qr ormqr; do
             left 30 && t timeout -k 5 $(cap 100) "$b/qr" suite --backend gpu --set benchmarks --op $op --seed $seed "${quick[@]}" >>"$out/q_seeds.txt" 2>&1
