@@ -5,6 +5,8 @@
 #   part q     (issues 30, 32): every GPU test, orgqr, ormqr and qr on the
 #              test set for seeds 0, 1 and 2, then `qr suite --op geqrf` on
 #              the benchmark set beside the seed (anchor_subset.py);
+#   part short (issues 30, 32): part q for a short call: the plan edits'
+#              GPU tests, the Q suites, then every GPU test as time allows;
 #   part seeds (issue 30): orgqr, qr and ormqr on the benchmark set for
 #              seeds 1 and 2, timed briefly;
 #   part py    (issue 31): `qr suite --op geqrf` beside `qr_rs.bench` (a list
@@ -51,6 +53,20 @@ q)
     if [ "${Q_FIRST:-0}" = 1 ]; then q_suites; gpu_tests; else gpu_tests; q_suites; fi
     left 50 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 >"$out/suite_geqrf.txt" 2>&1
     left 100 && (cd .devrun && SEED=qr_v2_submission.txt t timeout -k 5 $(cap 160) python3 anchor_subset.py 20,32 40,176 40,352 640,512 60,1024 8,2048 2,4096 >"$out/anchor.txt" 2>&1)
+    ;;
+short)
+    # A call too short for part q: first the GPU tests of the plan edits
+    # (the change in main not yet run on a GPU), then the Q suites, then
+    # every GPU test as time allows.
+    for test in graphs graphs_beside_another_thread batch_lanes tensor_row_split tensor_l2_hints chosen_plans_pass_the_test_set; do
+        left 20 && QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 60) "$b/gpu_tests" --exact "$test" >>"$out/tests_edits.log" 2>&1
+    done
+    for seed in 0 1 2; do
+        for op in orgqr ormqr qr; do
+            left 25 && t timeout -k 5 $(cap 40) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
+        done
+    done
+    left 30 && QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1
     ;;
 seeds)
     # Seeds 1 and 2 of the Q operations on the benchmark set.
