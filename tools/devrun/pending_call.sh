@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
-# The device calls the sixth session left, in three parts of one call each
-# (CALL_S seconds, 570 unless set, each step while they allow; chain them
-# while the machine is warm):
+# The device calls the sixth and seventh sessions left, in parts of one call
+# each (CALL_S seconds, 570 unless set, each step while they allow; chain
+# them while the machine is warm; with a full budget q, py, then seeds; a
+# start that leaves under about 450 s takes short instead of q):
 #   part q     (issues 30, 32): every GPU test, orgqr, ormqr and qr on the
 #              test set for seeds 0, 1 and 2, then `qr suite --op geqrf` on
 #              the benchmark set beside the seed (anchor_subset.py);
@@ -20,17 +21,19 @@
 # Stage the builds (from the repository root): `prepare.sh MAIN --wheel` on
 # main, and for part py also `prepare.sh HOST --wheel` on py-host-path
 # (MATURIN=... where maturin is not on PATH); then, with carry [".devrun"]:
-#   bash tools/devrun/pending_call.sh q MAIN
-#   bash tools/devrun/pending_call.sh seeds MAIN
+#   bash tools/devrun/pending_call.sh q MAIN      (or CALL_S=... short MAIN)
 #   bash tools/devrun/pending_call.sh py MAIN HOST
+#   bash tools/devrun/pending_call.sh seeds MAIN
 # Logs under $OUT: log.txt (the device, each step's status and seconds),
-# part q: tests.log, q_tests.txt, suite_geqrf.txt, anchor.txt; part seeds:
+# part q: tests.log, q_tests.txt, suite_geqrf.txt, anchor.txt; part short:
+# tests_edits.log (check each "1 passed": a filter hides the no-GPU
+# failure), q_tests.txt, tests.log; part seeds:
 # q_seeds.txt; part py: py.txt,
 # pytest.log, ncu.txt, ncu_sections.txt.
 set -uo pipefail
 . "$(dirname "${BASH_SOURCE[0]}")/common.sh"
-part=${1:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
-b=.devrun/${2:?usage: pending_call.sh q|seeds|py MAIN [HOST]}
+part=${1:?usage: pending_call.sh q|short|seeds|py MAIN [HOST]}
+b=.devrun/${2:?usage: pending_call.sh q|short|seeds|py MAIN [HOST]}
 cap() { local r; r=$(rest); echo $(( r < $1 ? r : $1 )); }
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
 # Correctness runs: a few repetitions of two inputs per case.
