@@ -38,22 +38,23 @@ cap() { local r; r=$(rest); echo $(( r < $1 ? r : $1 )); }
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
 # Correctness runs: a few repetitions of two inputs per case.
 quick=(--budget 0.2 --max-inputs 2)
+# Every GPU test (about 320 s on the H100).
+gpu_tests() { QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1; }
+# The Q operations on the test set for three seeds (never run on the GPU
+# yet; timed briefly: the gate is the point).
+q_suites() {
+    for seed in 0 1 2; do
+        for op in orgqr ormqr qr; do
+            left 25 && t timeout -k 5 $(cap 40) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
+        done
+    done
+}
 case $part in
 q)
-    # Every GPU test (about 320 s on the H100), the Q operations on the
-    # test set for three seeds (never run on the GPU; timed briefly: the
-    # gate is the point), then, as time allows, the benchmark set beside the
-    # seed (issue 32's side-by-side table). With Q_FIRST=1 (a call too short
-    # for every GPU test) the Q suites come first.
-    gpu_tests() { QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1; }
-    q_suites() {
-        for seed in 0 1 2; do
-            for op in orgqr ormqr qr; do
-                left 25 && t timeout -k 5 $(cap 40) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
-            done
-        done
-    }
-    if [ "${Q_FIRST:-0}" = 1 ]; then q_suites; gpu_tests; else gpu_tests; q_suites; fi
+    # Then, as time allows, the benchmark set beside the seed (issue 32's
+    # side-by-side table).
+    gpu_tests
+    q_suites
     left 50 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 >"$out/suite_geqrf.txt" 2>&1
     left 100 && (cd .devrun && SEED=qr_v2_submission.txt t timeout -k 5 $(cap 160) python3 anchor_subset.py 20,32 40,176 40,352 640,512 60,1024 8,2048 2,4096 >"$out/anchor.txt" 2>&1)
     ;;
@@ -64,12 +65,8 @@ short)
     for test in graphs graphs_beside_another_thread batch_lanes tensor_row_split tensor_l2_hints chosen_plans_pass_the_test_set; do
         left 20 && QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 60) "$b/gpu_tests" --exact "$test" >>"$out/tests_edits.log" 2>&1
     done
-    for seed in 0 1 2; do
-        for op in orgqr ormqr qr; do
-            left 25 && t timeout -k 5 $(cap 40) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
-        done
-    done
-    left 30 && QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1
+    q_suites
+    left 30 && gpu_tests
     ;;
 seeds)
     # Seeds 1 and 2 of the Q operations on the benchmark set.

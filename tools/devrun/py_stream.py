@@ -17,17 +17,13 @@ from py_overhead import event_times  # noqa: E402
 BATCH, N = (int(sys.argv[1]), int(sys.argv[2])) if len(sys.argv) > 2 else (20, 32)
 
 
-def timed(fn):
-    return event_times(fn, 0)
-
-
 def main():
     a = torch.randn(BATCH, N, N, device="cuda")
-    print(f"{BATCH} x {N}: legacy default stream {timed(lambda: qr_rs.geqrf(a)):.1f} us", flush=True)
+    print(f"{BATCH} x {N}: legacy default stream {event_times(lambda: qr_rs.geqrf(a), 0):.1f} us", flush=True)
     side = torch.cuda.Stream()
     with torch.cuda.stream(side):
         a2 = a.clone()
-        print(f"{BATCH} x {N}: a stream of its own {timed(lambda: qr_rs.geqrf(a2)):.1f} us")
+        print(f"{BATCH} x {N}: a stream of its own {event_times(lambda: qr_rs.geqrf(a2), 0):.1f} us")
 
 
 if __name__ == "__main__":
