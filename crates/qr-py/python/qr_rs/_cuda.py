@@ -44,13 +44,19 @@ class _Torch:
 
         self.torch = torch
         self.device = like.device
+        self.dtypes = {"float32": torch.float32, "int32": torch.int32}
+        # The current stream's raw handle without building a Stream object
+        # (what torch's own extensions read); torch.cuda.current_stream
+        # where a build lacks it. Both give the same handle.
+        self.raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
     def stream(self) -> int:
+        if self.raw_stream is not None and self.device.index is not None:
+            return int(self.raw_stream(self.device.index))
         return self.torch.cuda.current_stream(self.device).cuda_stream
 
     def empty(self, shape: Sequence[int], dtype: str) -> Any:
-        dt = {"float32": self.torch.float32, "int32": self.torch.int32}[dtype]
-        return self.torch.empty(tuple(shape), dtype=dt, device=self.device)
+        return self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.device)
 
     def ready(self, x: Any) -> Any:
         """``x`` contiguous and aligned, copied where it is not."""
@@ -102,10 +108,12 @@ class _CuPy:
         return h
 
 
-def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...]):
+def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...], devices=None):
     """The framework adapter of a call whose first CUDA tensor decides the
-    device; every tensor must be on that device and of that framework."""
-    devices = [device_of(t) for t in tensors]
+    device; every tensor must be on that device and of that framework.
+    ``devices``: the tensors' ``device_of``, where the caller has them."""
+    if devices is None:
+        devices = [device_of(t) for t in tensors]
     first = next(i for i, d in enumerate(devices) if d is not None)
     for t, n, d in zip(tensors, names, devices):
         if d != devices[first]:
