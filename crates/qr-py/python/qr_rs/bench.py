@@ -278,7 +278,7 @@ class _CudaTimer:
     host's time per call queueing them: ``(seconds, host seconds)``.
 
     Before the start event the stream is held busy (``torch.cuda._sleep``)
-    for twice the last pass's host time, so that the whole pass is queued
+    for twice the last pass's host time (at most ``MAX_HOLD_S``), so that the whole pass is queued
     before the device reaches it and the events time the device's work, as
     ``qr suite`` does from Rust, whose host queues faster than the device
     runs; the host's own time is the second figure. A call that waits on
@@ -288,6 +288,9 @@ class _CudaTimer:
     # Sleep cycles per second asked of the hold: more than any device's
     # clock, so a hold lasts at least as long as asked.
     HOLD_HZ = 2.0e9
+    # Longest hold: a call that waits on the device itself (torch's
+    # per-matrix loops) gains nothing from a longer one.
+    MAX_HOLD_S = 0.05
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
@@ -300,7 +303,8 @@ class _CudaTimer:
     def __call__(self, fns: Sequence[Callable[[], Any]]) -> Tuple[float, float]:
         self.buf.fill_(1.0)
         if self.sleep is not None and self.host > 0.0:
-            self.sleep(int(2.0 * self.host * len(fns) * self.HOLD_HZ))
+            hold = min(2.0 * self.host * len(fns), self.MAX_HOLD_S)
+            self.sleep(int(hold * self.HOLD_HZ))
         self.start.record()
         t0 = time.perf_counter()
         for fn in fns:
