@@ -144,9 +144,11 @@ def _run(
     """The call's results in its tensors' framework: ``cuda`` (a function of
     ``_cuda``) where any tensor is on a CUDA device, else ``native`` (the
     CPU engine's) with its results handed to the first tensor's framework."""
-    if any(_cuda.device_of(t) is not None for t in tensors):
+    devices = [_cuda.device_of(t) for t in tensors]
+    if any(d is not None for d in devices):
+        # Preparing (detaching) keeps each tensor on its device.
         prepared = tuple(_prepare(t, n) for t, n in zip(tensors, names))
-        return cuda(_cuda.framework(prepared, names), *prepared, *args)
+        return cuda(_cuda.framework(prepared, names, devices), *prepared, *args)
     return _out(tensors[0], _call(native, tensors, names, *args))
 
 

@@ -16,6 +16,14 @@ from typing import Any, Sequence, Tuple
 
 from . import _native
 
+class _Tensor:
+    """torch's tensor type and float32 dtype once an adapter has imported
+    torch (before that, nothing is a torch tensor of this path's)."""
+
+    cls: Any = ()
+    float32: Any = None
+
+
 #: What the native layer asks of an input's address (``RAW_ALIGN``).
 ALIGN = 256
 
@@ -27,6 +35,10 @@ def root(x: Any) -> str:
 
 def device_of(x: Any):
     """``("cuda", ordinal)`` for a CUDA tensor or array, else ``None``."""
+    if root(x) == "torch" and hasattr(x, "is_cuda"):
+        # torch's own attributes: its __dlpack_device__ is a Python method
+        # that costs a few microseconds a call.
+        return ("cuda", x.get_device()) if x.is_cuda else None
     dev = getattr(x, "__dlpack_device__", None)
     if dev is None:
         return None
@@ -43,14 +55,21 @@ class _Torch:
         import torch
 
         self.torch = torch
+        _Tensor.cls, _Tensor.float32 = torch.Tensor, torch.float32
         self.device = like.device
+        self.dtypes = {"float32": torch.float32, "int32": torch.int32}
+        # The current stream's raw handle without building a Stream object
+        # (what torch's own extensions read); torch.cuda.current_stream
+        # where a build lacks it. Both give the same handle.
+        self.raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None)
 
     def stream(self) -> int:
+        if self.raw_stream is not None and self.device.index is not None:
+            return int(self.raw_stream(self.device.index))
         return self.torch.cuda.current_stream(self.device).cuda_stream
 
     def empty(self, shape: Sequence[int], dtype: str) -> Any:
-        dt = {"float32": self.torch.float32, "int32": self.torch.int32}[dtype]
-        return self.torch.empty(tuple(shape), dtype=dt, device=self.device)
+        return self.torch.empty(shape, dtype=self.dtypes[dtype], device=self.device)
 
     def ready(self, x: Any) -> Any:
         """``x`` contiguous and aligned, copied where it is not."""
@@ -67,6 +86,10 @@ class _Torch:
         h = h.clone()
         h[..., k:] = self.torch.triu(h[..., k:], -k)
         return h
+
+
+#: The torch adapter of each CUDA device used so far.
+_TORCH: dict = {}
 
 
 class _CuPy:
@@ -102,10 +125,12 @@ class _CuPy:
         return h
 
 
-def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...]):
+def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...], devices=None):
     """The framework adapter of a call whose first CUDA tensor decides the
-    device; every tensor must be on that device and of that framework."""
-    devices = [device_of(t) for t in tensors]
+    device; every tensor must be on that device and of that framework.
+    ``devices``: the tensors' ``device_of``, where the caller has them."""
+    if devices is None:
+        devices = [device_of(t) for t in tensors]
     first = next(i for i, d in enumerate(devices) if d is not None)
     for t, n, d in zip(tensors, names, devices):
         if d != devices[first]:
@@ -123,7 +148,13 @@ def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...]):
                 "the tensors of a CUDA call must come from one framework"
             )
     if kind == "torch":
-        return _Torch(like)
+        # One adapter per device, made on its first call: the lookups it
+        # holds cost more than the work of a small call.
+        index = devices[first][1]
+        fw = _TORCH.get(index)
+        if fw is None:
+            fw = _TORCH[index] = _Torch(like)
+        return fw
     if kind == "cupy":
         return _CuPy(like)
     raise NotImplementedError(
@@ -134,6 +165,8 @@ def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...]):
 
 
 def _f32(x: Any, name: str) -> None:
+    if isinstance(x, _Tensor.cls) and x.dtype is _Tensor.float32:
+        return
     dtype = str(x.dtype).replace("torch.", "")
     if dtype != "float32":
         raise TypeError(

@@ -26,10 +26,12 @@ of passes run until ``--budget`` seconds per (case, op, side) have passed.
 On ``--device cuda`` the inputs live on the device and passes are timed
 with CUDA events on torch's current stream, which qr_rs queues its work on
 (after the stream's earlier work, before its later work), so an event pair
-brackets the whole pass, its stream ordering included; a pass whose host
-side takes longer than its device work shows in that time. The host's
-time per call (from the first call to the last one's return, before
-waiting on the device) is reported beside it. The first input is gated.
+brackets the whole pass, its stream ordering included. The stream is held
+busy before the start event for twice the previous pass's host time, so
+the events time the device's work and not the host's queueing (as ``qr
+suite`` does from Rust); the host's time per call (from the first call to
+the last one's return, before waiting on the device) is reported beside it,
+and a call that waits on the device inside a pass is timed with its wait. The first input is gated.
 
 Every result timed is checked in float64 (``eps = 2^-23``, ``||.||_1`` the
 largest absolute column sum, per matrix, the worst reported):
@@ -273,24 +275,44 @@ class _CpuTimer:
 class _CudaTimer:
     """CUDA-event time per call of one pass over ``fns`` on torch's current
     stream after writing a 256 MiB device buffer (which flushes L2), and the
-    host's time per call queueing them: ``(seconds, host seconds)``."""
+    host's time per call queueing them: ``(seconds, host seconds)``.
+
+    Before the start event the stream is held busy (``torch.cuda._sleep``)
+    for twice the last pass's host time (at most ``MAX_HOLD_S``), so that the whole pass is queued
+    before the device reaches it and the events time the device's work, as
+    ``qr suite`` does from Rust, whose host queues faster than the device
+    runs; the host's own time is the second figure. A call that waits on
+    the device inside the pass releases the hold and is timed with its
+    wait."""
+
+    # Sleep cycles per second asked of the hold: more than any device's
+    # clock, so a hold lasts at least as long as asked.
+    HOLD_HZ = 2.0e9
+    # Longest hold: a call that waits on the device itself (torch's
+    # per-matrix loops) gains nothing from a longer one.
+    MAX_HOLD_S = 0.05
 
     def __init__(self, torch: Any) -> None:
         self.torch = torch
         self.buf = torch.empty(EVICT_BYTES // 4, dtype=torch.float32, device="cuda")
         self.start = torch.cuda.Event(enable_timing=True)
         self.end = torch.cuda.Event(enable_timing=True)
+        self.sleep = getattr(torch.cuda, "_sleep", None)
+        self.host = 0.0
 
     def __call__(self, fns: Sequence[Callable[[], Any]]) -> Tuple[float, float]:
         self.buf.fill_(1.0)
+        if self.sleep is not None and self.host > 0.0:
+            hold = min(2.0 * self.host * len(fns), self.MAX_HOLD_S)
+            self.sleep(int(hold * self.HOLD_HZ))
         self.start.record()
         t0 = time.perf_counter()
         for fn in fns:
             fn()
-        host = (time.perf_counter() - t0) / len(fns)
+        self.host = (time.perf_counter() - t0) / len(fns)
         self.end.record()
         self.end.synchronize()
-        return self.start.elapsed_time(self.end) / 1e3 / len(fns), host
+        return self.start.elapsed_time(self.end) / 1e3 / len(fns), self.host
 
 
 def measure(timer: Callable[[Sequence[Callable[[], Any]]], Tuple[float, float]],
