@@ -16,13 +16,8 @@ from typing import Any, Sequence, Tuple
 
 from . import _native
 
-class _Tensor:
-    """torch's tensor type and float32 dtype once an adapter has imported
-    torch (before that, nothing is a torch tensor of this path's)."""
-
-    cls: Any = ()
-    float32: Any = None
-
+#: ``torch.float32`` once a torch adapter exists (the fast dtype check).
+_TORCH_F32: Any = None
 
 #: What the native layer asks of an input's address (``RAW_ALIGN``).
 ALIGN = 256
@@ -54,8 +49,9 @@ class _Torch:
     def __init__(self, like: Any):
         import torch
 
+        global _TORCH_F32
         self.torch = torch
-        _Tensor.cls, _Tensor.float32 = torch.Tensor, torch.float32
+        _TORCH_F32 = torch.float32
         self.device = like.device
         self.dtypes = {"float32": torch.float32, "int32": torch.int32}
         # The current stream's raw handle without building a Stream object
@@ -125,12 +121,10 @@ class _CuPy:
         return h
 
 
-def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...], devices=None):
+def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...], devices: Sequence[Any]):
     """The framework adapter of a call whose first CUDA tensor decides the
     device; every tensor must be on that device and of that framework.
-    ``devices``: the tensors' ``device_of``, where the caller has them."""
-    if devices is None:
-        devices = [device_of(t) for t in tensors]
+    ``devices``: the tensors' ``device_of``."""
     first = next(i for i, d in enumerate(devices) if d is not None)
     for t, n, d in zip(tensors, names, devices):
         if d != devices[first]:
@@ -165,7 +159,7 @@ def framework(tensors: Tuple[Any, ...], names: Tuple[str, ...], devices=None):
 
 
 def _f32(x: Any, name: str) -> None:
-    if isinstance(x, _Tensor.cls) and x.dtype is _Tensor.float32:
+    if _TORCH_F32 is not None and x.dtype is _TORCH_F32:
         return
     dtype = str(x.dtype).replace("torch.", "")
     if dtype != "float32":
