@@ -1,6 +1,6 @@
 # Sourced by the device-call scripts (verify_call.sh, flip_call.sh,
-# q_profile.sh): `out`, the logs' folder ($OUT on the device; the device
-# tool returns at most 8 files of it); `t CMD...`, which runs CMD and
+# q_profile.sh, pending_call.sh): `out`, the logs' folder ($OUT on the
+# device; the device tool returns at most 8 files of it); `t CMD...`, which runs CMD and
 # appends its status and seconds to log.txt; `left S`, whether more than S
 # of the call's CALL_S seconds (570 unless set) are left; `rest`, those
 # seconds less 5; and the device's name atop log.txt.

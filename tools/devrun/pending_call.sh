@@ -40,23 +40,17 @@ cap() { local r; r=$(rest); echo $(( r < $1 ? r : $1 )); }
 export QR_GPU_CACHE_DIR=/tmp/qr-ptx PYTHONUNBUFFERED=1
 # Correctness runs: a few repetitions of two inputs per case.
 quick=(--budget 0.2 --max-inputs 2)
-# Every GPU test (138 s on the H100, eighth session).
-gpu_tests() { QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1; }
-# The Q operations on the test set for three seeds (timed briefly: the
-# gate is the point).
-q_suites() {
+case $part in
+q)
+    # Every GPU test (138 s on the H100, eighth session), the Q operations
+    # on the test set for three seeds (timed briefly: the gate is the
+    # point), then, as time allows, the benchmark set beside the seed.
+    QR_REQUIRE_GPU=1 t timeout -k 5 $(cap 360) "$b/gpu_tests" >"$out/tests.log" 2>&1
     for seed in 0 1 2; do
         for op in orgqr ormqr qr; do
             left 25 && t timeout -k 5 $(cap 40) "$b/qr" suite --backend gpu --set tests --op $op --seed $seed "${quick[@]}" >>"$out/q_tests.txt" 2>&1
         done
     done
-}
-case $part in
-q)
-    # Then, as time allows, the benchmark set beside the seed (issue 32's
-    # side-by-side table).
-    gpu_tests
-    q_suites
     left 50 && t timeout -k 5 $(cap 60) "$b/qr" suite --backend gpu --set benchmarks --op geqrf --seed 0 >"$out/suite_geqrf.txt" 2>&1
     left 100 && (cd .devrun && SEED=qr_v2_submission.txt t timeout -k 5 $(cap 160) python3 anchor_subset.py 20,32 40,176 40,352 640,512 60,1024 8,2048 2,4096 >"$out/anchor.txt" 2>&1)
     ;;

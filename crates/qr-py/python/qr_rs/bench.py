@@ -31,7 +31,8 @@ busy before the start event for twice the previous pass's host time, so
 the events time the device's work and not the host's queueing (as ``qr
 suite`` does from Rust); the host's time per call (from the first call to
 the last one's return, before waiting on the device) is reported beside it,
-and a call that waits on the device inside a pass is timed with its wait. The first input is gated.
+and a call that waits on the device inside a pass is timed with its wait.
+The first input is gated.
 
 Every result timed is checked in float64 (``eps = 2^-23``, ``||.||_1`` the
 largest absolute column sum, per matrix, the worst reported):
@@ -278,10 +279,11 @@ class _CudaTimer:
     host's time per call queueing them: ``(seconds, host seconds)``.
 
     Before the start event the stream is held busy (``torch.cuda._sleep``)
-    for twice the last pass's host time (at most ``MAX_HOLD_S``), so that the whole pass is queued
-    before the device reaches it and the events time the device's work, as
-    ``qr suite`` does from Rust, whose host queues faster than the device
-    runs; the host's own time is the second figure. A call that waits on
+    for twice the last pass's host time (at most ``MAX_HOLD_S``), so that
+    the whole pass is queued before the device reaches it and the events
+    time the device's work, as ``qr suite`` does from Rust, whose host
+    queues faster than the device runs; the host's own time is the second
+    figure. A call that waits on
     the device inside the pass releases the hold and is timed with its
     wait."""
 
